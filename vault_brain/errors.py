@@ -1,0 +1,55 @@
+"""One error hierarchy, mapped once at the edges (CLI exit codes, MCP error payloads)."""
+
+from __future__ import annotations
+
+
+class VaultBrainError(Exception):
+    """Base of every error vault-brain raises on purpose."""
+
+    code = "INTERNAL"
+    retryable = False
+
+    def __init__(self, message: str, **details: object) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "code": self.code,
+            "message": self.message,
+            "retryable": self.retryable,
+        }
+        out.update(self.details)
+        return out
+
+
+class InvalidInput(VaultBrainError):
+    code = "INVALID_INPUT"
+
+
+class NotFound(VaultBrainError):
+    code = "NOT_FOUND"
+
+
+class Conflict(VaultBrainError):
+    """The file changed since the caller read it; details carry `current_version`."""
+
+    code = "CONFLICT"
+
+
+class Forbidden(VaultBrainError):
+    code = "FORBIDDEN"
+
+
+class Unavailable(VaultBrainError):
+    code = "UNAVAILABLE"
+    retryable = True
+
+
+class ConfigError(InvalidInput):
+    """Every invalid setting at once, so the user fixes them in one go."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))
