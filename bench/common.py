@@ -1,0 +1,211 @@
+"""Shared pieces of the benchmarks: where the corpora live, IR sets as notes, metrics, output.
+
+Benchmarks are not tests: they measure the real pipeline (`vault_brain.service.Brain`) on
+real corpora in temporary folders, and print JSON plus Markdown tables for
+`docs/benchmarks.md`. Nothing here is cached in the repository.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+IR_SETS = ("scifact", "cranfield", "medline", "cacm", "cisi", "npl", "time")
+
+
+def shared_dir() -> Path:
+    """`VAULT_BRAIN_SHARED`, else `../shared` beside the repository (as CI lays it out)."""
+    env = os.environ.get("VAULT_BRAIN_SHARED")
+    return Path(env).resolve() if env else (REPO / ".." / "shared").resolve()
+
+
+def bench_model() -> str:
+    """The shared test/bench model when present, else "" (the model bundled in the package)."""
+    model = shared_dir() / "models" / "minilm-static-256"
+    return str(model) if model.is_dir() else ""
+
+
+# --- IR sets -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Doc:
+    id: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class IRSet:
+    name: str
+    docs: list[Doc]
+    queries: dict[str, str]  # judged queries only, in file order
+    qrels: dict[str, dict[str, float]]  # query id -> {doc id: gain}, gains > 0 only
+    graded: bool  # more than one distinct gain value
+
+
+def load_qrels(path: Path) -> dict[str, dict[str, float]]:
+    """BEIR qrels.tsv (header, then query-id, corpus-id, score); non-positive scores dropped."""
+    qrels: dict[str, dict[str, float]] = {}
+    with path.open(encoding="utf-8") as fh:
+        next(fh, None)
+        for line in fh:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) < 3:
+                continue
+            qid, did, score = parts[0], parts[1], float(parts[2])
+            if score > 0:
+                qrels.setdefault(qid, {})[did] = score
+    return qrels
+
+
+def load_ir_set(name: str, root: Path | None = None) -> IRSet:
+    """Read a BEIR-style set; only queries that have judgments are kept (CISI, CACM, TIME)."""
+    folder = (root or shared_dir() / "corpora") / name
+    with gzip.open(folder / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
+        docs = [
+            Doc(str(r["_id"]), r.get("title") or "", r.get("text") or "")
+            for r in map(json.loads, fh)
+        ]
+    qrels = load_qrels(folder / "qrels.tsv")
+    queries: dict[str, str] = {}
+    with (folder / "queries.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                record = json.loads(line)
+                if str(record["_id"]) in qrels:
+                    queries[str(record["_id"])] = record["text"]
+    gains = {g for judged in qrels.values() for g in judged.values()}
+    return IRSet(name, docs, queries, qrels, graded=len(gains) > 1)
+
+
+def note_text(doc: Doc) -> str:
+    """A doc as a note: the title as its `# ` heading (so it is the note title), then the text."""
+    parts = []
+    if doc.title.strip():
+        parts.append(f"# {doc.title.strip()}")
+    if doc.text.strip():
+        parts.append(doc.text.strip())
+    return "\n\n".join(parts) + "\n" if parts else ""
+
+
+def write_vault(folder: Path, docs: Iterable[Doc]) -> int:
+    """One `<id>.md` note per doc; returns how many were written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for doc in docs:
+        (folder / f"{doc.id}.md").write_text(note_text(doc), encoding="utf-8")
+        count += 1
+    return count
+
+
+def doc_id_of(path: str) -> str:
+    """Inverse of write_vault's naming: vault-relative "<id>.md" → id."""
+    name = path.rsplit("/", 1)[-1]
+    return name[:-3] if name.endswith(".md") else name
+
+
+# --- metrics (one query; callers average) ---------------------------------------------------
+
+
+def _unique(ranked: Sequence[str]) -> list[str]:
+    """A doc counts once, at its best rank (as trec_eval treats duplicate retrievals)."""
+    seen: set[str] = set()
+    out = []
+    for doc in ranked:
+        if doc not in seen:
+            seen.add(doc)
+            out.append(doc)
+    return out
+
+
+def ndcg_at_k(ranked: Sequence[str], gains: Mapping[str, float], k: int = 10) -> float:
+    """nDCG@k with linear gains (graded where the qrels are) and log2(rank + 1) discount."""
+    dcg = sum(
+        gains.get(doc, 0.0) / math.log2(rank + 2) for rank, doc in enumerate(_unique(ranked)[:k])
+    )
+    ideal = sorted((g for g in gains.values() if g > 0), reverse=True)[:k]
+    idcg = sum(g / math.log2(rank + 2) for rank, g in enumerate(ideal))
+    return dcg / idcg if idcg > 0 else 0.0
+
+
+def recall_at_k(ranked: Sequence[str], gains: Mapping[str, float], k: int = 10) -> float:
+    """Share of the relevant docs found in the top k."""
+    relevant = {doc for doc, g in gains.items() if g > 0}
+    if not relevant:
+        return 0.0
+    return len(relevant.intersection(_unique(ranked)[:k])) / len(relevant)
+
+
+def mrr_at_k(ranked: Sequence[str], gains: Mapping[str, float], k: int = 10) -> float:
+    """1 / rank of the first relevant doc in the top k, else 0."""
+    for rank, doc in enumerate(_unique(ranked)[:k], start=1):
+        if gains.get(doc, 0.0) > 0:
+            return 1.0 / rank
+    return 0.0
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """Linear-interpolated percentile (numpy's default), without numpy."""
+    if not values:
+        raise ValueError("percentile of no values")
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * pct / 100.0
+    low = math.floor(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+# --- output ------------------------------------------------------------------------------
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on, for the record in docs/benchmarks.md."""
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A GitHub Markdown table; floats get 3 decimals."""
+
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            return f"{value:.3f}"
+        return str(value)
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_json(data: Any, path: str | None) -> str:
+    """Serialise once; also write to `path` when given. Returns the JSON text."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    if path:
+        Path(path).write_text(text + "\n", encoding="utf-8")
+    return text
+
+
+def progress(message: str) -> None:
+    """Bench progress on stderr, so stdout stays the JSON and the tables."""
+    print(message, file=sys.stderr, flush=True)
