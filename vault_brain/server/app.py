@@ -1,0 +1,219 @@
+"""The MCP server object shared by both transports: tool dispatch, error mapping, call logs.
+
+Built on the SDK's low-level `Server` rather than `MCPServer`: the tool specs are written by
+hand (token budget, no output schemas) and every failure must come back as one
+`{code, message, retryable}` payload with isError, which the low-level API makes direct.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+from mcp.server.lowlevel import Server
+from mcp_types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+)
+
+import vault_brain
+from vault_brain import log
+from vault_brain.config import Settings
+from vault_brain.errors import Unavailable, VaultBrainError
+from vault_brain.server import tools
+
+if TYPE_CHECKING:
+    from vault_brain.service import Brain
+
+OPEN_WAIT_SECONDS = 30.0
+
+
+def _default_factory(settings: Settings) -> Brain:
+    from vault_brain.service import Brain
+
+    return Brain(settings)
+
+
+class BrainHandle:
+    """Opens Brain in the background so `initialize` is answered at once on any vault size.
+
+    Tool calls wait (in a worker thread) until it is open. After opening, one catch-up sync
+    runs in the same background thread so a vault that changed while no server ran is
+    searchable; the tools answer meanwhile from what the index already holds.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        factory: Callable[[Settings], Brain] | None = None,
+        initial_sync: bool = True,
+    ) -> None:
+        self._settings = settings
+        self._factory = factory or _default_factory
+        self._initial_sync = initial_sync
+        self._brain: Brain | None = None
+        self._error: BaseException | None = None
+        self._opened = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._open, name="brain-open", daemon=True)
+            self._thread.start()
+
+    def _open(self) -> None:
+        started = time.perf_counter()
+        try:
+            self._brain = self._factory(self._settings)
+        except BaseException as exc:  # noqa: BLE001 - reported to every tool call instead
+            self._error = exc
+            log.warn("brain_open_failed", error=type(exc).__name__, where=_where(exc))
+            return
+        finally:
+            self._opened.set()
+        log.event("brain_open", ms=round((time.perf_counter() - started) * 1000, 1))
+        if self._initial_sync and not self._closed:
+            try:
+                report = self._brain.sync()
+                log.event(
+                    "initial_sync",
+                    added=report.added,
+                    updated=report.updated,
+                    removed=report.removed,
+                    ms=round(report.ms, 1),
+                )
+            except Exception as exc:  # noqa: BLE001 - tools keep answering from the index
+                log.warn("initial_sync_failed", error=type(exc).__name__, where=_where(exc))
+
+    def get(self, timeout: float = OPEN_WAIT_SECONDS) -> Brain:
+        """The open Brain; blocks while it opens. Raises Unavailable when it cannot open."""
+        self.start()
+        if not self._opened.wait(timeout):
+            raise Unavailable("the index is still opening; retry in a few seconds")
+        if self._brain is None:
+            if isinstance(self._error, VaultBrainError) and self._error.code == "UNAVAILABLE":
+                raise self._error
+            raise Unavailable(
+                f"the index could not be opened ({type(self._error).__name__}); see the server log"
+            )
+        return self._brain
+
+    def peek(self) -> Brain | None:
+        """The Brain if it is open already, without waiting (for /health)."""
+        return self._brain
+
+    @property
+    def failed(self) -> bool:
+        return self._opened.is_set() and self._brain is None
+
+    def close(self, wait: float = 5.0) -> None:
+        self._closed = True
+        if self._thread is not None:
+            self._thread.join(wait)
+        if self._brain is not None:
+            try:
+                self._brain.close()
+            except Exception as exc:  # noqa: BLE001 - shutting down anyway
+                log.warn("brain_close_failed", error=type(exc).__name__)
+
+
+def error_payload(exc: BaseException) -> dict[str, Any]:
+    """Our errors keep their code and details; anything else is INTERNAL with a generic text
+    (the exception's own message could carry note text or paths)."""
+    if isinstance(exc, VaultBrainError):
+        return exc.to_dict()
+    return {"code": "INTERNAL", "message": "internal error; see the server log", "retryable": False}
+
+
+def call_tool(
+    handle: BrainHandle, settings: Settings, name: str, arguments: Mapping[str, Any] | None
+) -> CallToolResult:
+    """One tool call, start to finish, synchronously (run it in a worker thread)."""
+    started = time.perf_counter()
+    fields: dict[str, Any] = {"tool": name}
+    try:
+        spec = tools.find_tool(name, settings)
+        if spec.logged and isinstance((arguments or {}).get(spec.logged), str):
+            fields["query"] = log.cut(arguments[spec.logged])  # type: ignore[index]
+        args = tools.check_args(spec, arguments, settings)
+        reply, count = spec.run(handle.get(), args)
+    except Exception as exc:  # noqa: BLE001 - mapped to the one error shape
+        payload = error_payload(exc)
+        if not isinstance(exc, VaultBrainError):
+            log.warn("tool_internal_error", tool=name, error=type(exc).__name__, where=_where(exc))
+        log.event("tool", **fields, latency_ms=_ms(started), results=0, error=payload["code"])
+        return CallToolResult(content=[TextContent(text=tools.dumps(payload))], is_error=True)
+    log.event("tool", **fields, latency_ms=_ms(started), results=count)
+    return CallToolResult(content=[TextContent(text=tools.dumps(reply))])
+
+
+def make_server(settings: Settings, handle: BrainHandle) -> Server[Any]:
+    """The MCP server: tools/list from the hand-written specs, tools/call through Brain."""
+    listed = ListToolsResult(tools=[t.tool() for t in tools.visible_tools(settings)])
+    schemas = {t.name: t.input_schema for t in listed.tools}
+
+    async def on_list_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
+        return listed
+
+    async def on_call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        # Brain is synchronous and may take a while: keep the event loop free for other calls.
+        return await anyio.to_thread.run_sync(
+            call_tool, handle, settings, params.name, params.arguments
+        )
+
+    return Server(
+        "vault-brain",
+        version=vault_brain.__version__,
+        instructions=(
+            "The user's notes (Markdown). memory_search first, memory_get to read one, "
+            "memory_save for new knowledge worth keeping."
+        ),
+        get_tool_input_schema=schemas.get,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+class JsonLogHandler(logging.Handler):
+    """Routes library logs (mcp, uvicorn) into our JSON lines on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001
+            message = str(record.msg)
+        level = "warning" if record.levelno >= logging.WARNING else "info"
+        log.event(record.name, level=level, message=log.cut(message, 200))
+
+
+def route_library_logs() -> None:
+    """Library warnings as JSON lines; their chatty info logs stay off."""
+    for name in ("mcp", "uvicorn", "uvicorn.error", "httpx"):
+        logger = logging.getLogger(name)
+        logger.handlers = [JsonLogHandler()]
+        logger.setLevel(logging.WARNING)
+        logger.propagate = False
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)
+
+
+def _where(exc: BaseException) -> str:
+    """file:line of the innermost frame: enough to find a bug, and never note text."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return ""
+    last = frames[-1]
+    return f"{last.filename.rsplit('/', 1)[-1]}:{last.lineno}"

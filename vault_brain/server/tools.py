@@ -1,0 +1,384 @@
+"""The six memory tools: their specs, argument checks, and how each maps onto Brain.
+
+Specs are written by hand (not generated from signatures) so the whole tools/list reply stays
+small: models pay for every token of it on every turn. There are no output schemas for the
+same reason; each description names the reply fields instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mcp_types import Tool, ToolAnnotations
+
+from vault_brain.config import Settings
+from vault_brain.errors import Forbidden, InvalidInput
+
+if TYPE_CHECKING:
+    from vault_brain.service import Brain
+
+TITLE_MAX = 300
+SUMMARY_MAX = 1_000
+TAGS_MAX = 32
+TAG_MAX = 64
+QUERY_MAX = 2_000
+REF_MAX = 1_024  # ids and vault-relative paths
+CURSOR_MAX = 512
+VERSION_MAX = 64
+SNIPPET_MAX = 240
+MODES = ("hybrid", "fts", "vector")
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One tool argument: its JSON type, bounds, and the one line of doc a model sees."""
+
+    kind: str  # "str" | "int" | "tags"
+    doc: str = ""
+    required: bool = False
+    max_len: int | None = None  # None for content-like fields: the cap comes from settings
+    lo: int | None = None
+    hi: int | None = None
+    default: int | None = None
+    choices: tuple[str, ...] = ()
+
+    def schema(self) -> dict[str, Any]:
+        out: dict[str, Any]
+        if self.kind == "int":
+            out = {"type": "integer"}
+            if self.lo is not None:
+                out["minimum"] = self.lo
+            if self.hi is not None:
+                out["maximum"] = self.hi
+            if self.default is not None:
+                out["default"] = self.default
+        elif self.kind == "tags":
+            out = {"type": "array", "items": {"type": "string"}}
+        else:
+            out = {"type": "string"}
+            if self.choices:
+                out["enum"] = list(self.choices)
+        if self.doc:
+            out["description"] = self.doc
+        return out
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    args: dict[str, Arg]
+    run: Callable[[Brain, dict[str, Any]], tuple[dict[str, Any], int]]
+    read_only: bool = False
+    destructive: bool = False
+    logged: str = ""  # the argument logged (cut to 80 chars) as the query
+
+    def tool(self) -> Tool:
+        required = [name for name, arg in self.args.items() if arg.required]
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {name: arg.schema() for name, arg in self.args.items()},
+        }
+        if required:
+            schema["required"] = required
+        return Tool(
+            name=self.name,
+            description=self.description,
+            input_schema=schema,
+            annotations=ToolAnnotations(
+                read_only_hint=self.read_only,
+                destructive_hint=None if self.read_only else self.destructive,
+                open_world_hint=False,
+            ),
+        )
+
+
+# ---- replies (compact dicts built from Brain's records) ----
+
+
+def _ref(r: Any) -> dict[str, Any]:
+    return {"id": r.id, "title": r.title}
+
+
+def _search(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    found = brain.search(
+        a["query"],
+        limit=a["limit"],
+        mode=a.get("mode"),
+        tags=tuple(a.get("tags") or ()),
+        folder=a.get("folder"),
+    )
+    results = [
+        {
+            "id": h.id,
+            "title": h.title,
+            "path": h.path,
+            "summary": h.summary,
+            "snippet": _cut(h.snippet, SNIPPET_MAX),
+            "score": round(float(h.score), 4),
+            "updated": h.updated,
+        }
+        for h in found.hits
+    ]
+    return {"results": results, "degraded": bool(found.degraded)}, len(results)
+
+
+def _list(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    page = brain.list(
+        folder=a.get("folder"), tag=a.get("tag"), limit=a["limit"], cursor=a.get("cursor")
+    )
+    notes = [
+        {"id": n.id, "title": n.title, "path": n.path, "summary": n.summary, "updated": n.updated}
+        for n in page.notes
+    ]
+    return {"notes": notes, "next_cursor": page.next_cursor}, len(notes)
+
+
+def _get(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    v = brain.get(a["id"], max_chars=a.get("max_chars"))
+    out: dict[str, Any] = {
+        "id": v.id,
+        "title": v.title,
+        "path": v.path,
+        "summary": v.summary,
+        "tags": list(v.tags),
+        "aliases": list(v.aliases),
+        "created": v.created,
+        "updated": v.updated,
+        "version": v.version,
+        "content": v.content,
+        "links_out": [_ref(r) for r in v.links_out],
+        "backlinks": [_ref(r) for r in v.backlinks],
+    }
+    if v.truncated:
+        out["truncated"] = True
+    return out, 1
+
+
+def _save(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    r = brain.save(
+        a["title"],
+        a["content"],
+        summary=a.get("summary"),
+        tags=tuple(a.get("tags") or ()),
+        folder=a.get("folder"),
+    )
+    out: dict[str, Any] = {"id": r.id, "path": r.path, "version": r.version}
+    if r.duplicate_of:
+        out["duplicate_of"] = r.duplicate_of
+    return out, 1
+
+
+def _update(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    if a.get("content") is not None and a.get("append") is not None:
+        raise InvalidInput("give content (replace) or append, not both")
+    changes = {k: a.get(k) for k in ("content", "append", "summary", "tags", "title")}
+    if all(v is None for v in changes.values()):
+        raise InvalidInput("nothing to update: give content, append, summary, tags or title")
+    r = brain.update(a["id"], a["version"], **changes)
+    return {"id": r.id, "version": r.version}, 1
+
+
+def _delete(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    trashed_to = brain.delete(a["id"], a["version"])
+    return {"id": a["id"], "trashed_to": trashed_to}, 1
+
+
+# ---- the specs ----
+
+_ID = Arg("str", "Note id or vault-relative path", required=True, max_len=REF_MAX)
+_VERSION = Arg("str", "version from your last read", required=True, max_len=VERSION_MAX)
+_TAGS = Arg("tags", max_len=TAG_MAX)
+_FOLDER = Arg("str", max_len=REF_MAX)
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="memory_search",
+        description=(
+            "Search the user's notes (hybrid full-text + semantic). Use before answering from "
+            "memory. Returns {results:[{id,title,path,summary,snippet,score,updated}],degraded}; "
+            "open a hit with memory_get."
+        ),
+        args={
+            "query": Arg("str", required=True, max_len=QUERY_MAX),
+            "limit": Arg("int", lo=1, hi=50, default=8),
+            "tags": _TAGS,
+            "folder": _FOLDER,
+            "mode": Arg("str", choices=MODES),
+        },
+        run=_search,
+        read_only=True,
+        logged="query",
+    ),
+    ToolSpec(
+        name="memory_list",
+        description=(
+            "Browse notes newest first, optionally by folder or tag. Returns "
+            "{notes:[{id,title,path,summary,updated}],next_cursor}; pass next_cursor to page."
+        ),
+        args={
+            "folder": _FOLDER,
+            "tag": Arg("str", max_len=TAG_MAX),
+            "limit": Arg("int", lo=1, hi=100, default=20),
+            "cursor": Arg("str", max_len=CURSOR_MAX),
+        },
+        run=_list,
+        read_only=True,
+    ),
+    ToolSpec(
+        name="memory_get",
+        description=(
+            "Read one note in full: metadata, content, version, links_out and backlinks. "
+            "Keep the version: memory_update and memory_delete need it."
+        ),
+        args={"id": _ID, "max_chars": Arg("int", lo=1)},
+        run=_get,
+        read_only=True,
+    ),
+    ToolSpec(
+        name="memory_save",
+        description=(
+            "Create a new Markdown note (never overwrites). Give a one-line summary. "
+            "Returns {id,path,version}, plus duplicate_of if the same content exists."
+        ),
+        args={
+            "title": Arg("str", required=True, max_len=TITLE_MAX),
+            "content": Arg("str", "Markdown body", required=True),
+            "summary": Arg("str", max_len=SUMMARY_MAX),
+            "tags": _TAGS,
+            "folder": Arg("str", "vault-relative; default: vault root", max_len=REF_MAX),
+        },
+        run=_save,
+    ),
+    ToolSpec(
+        name="memory_update",
+        description=(
+            "Change a note: replace content or append to it, and/or set summary, tags, title. "
+            "A stale version fails with CONFLICT: read it again. Returns {id,version}."
+        ),
+        args={
+            "id": _ID,
+            "version": _VERSION,
+            "content": Arg("str", "replaces the body"),
+            "append": Arg("str", "added at the end"),
+            "summary": Arg("str", max_len=SUMMARY_MAX),
+            "tags": _TAGS,
+            "title": Arg("str", max_len=TITLE_MAX),
+        },
+        run=_update,
+    ),
+    ToolSpec(
+        name="memory_delete",
+        description="Move a note to the vault's .trash folder. Returns {id,trashed_to}.",
+        args={"id": _ID, "version": _VERSION},
+        run=_delete,
+        destructive=True,
+    ),
+)
+
+BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
+
+
+def visible_tools(settings: Settings) -> list[ToolSpec]:
+    """Read-only vaults do not list write tools: a model cannot misuse what it never sees."""
+    if settings.write.read_only:
+        return [t for t in TOOLS if t.read_only]
+    return list(TOOLS)
+
+
+def find_tool(name: str, settings: Settings) -> ToolSpec:
+    spec = BY_NAME.get(name)
+    if spec is None:
+        raise InvalidInput(f"unknown tool {name!r}; tools: {', '.join(BY_NAME)}")
+    if settings.write.read_only and not spec.read_only:
+        raise Forbidden("this vault is served read-only")
+    return spec
+
+
+# ---- argument checks ----
+
+
+def check_args(spec: ToolSpec, raw: Mapping[str, Any] | None, settings: Settings) -> dict[str, Any]:
+    """Types, ranges and size caps, so Brain only ever sees sane values. Nulls mean absent."""
+    raw = dict(raw or {})
+    unknown = sorted(k for k in raw if k not in spec.args)
+    if unknown:
+        raise InvalidInput(
+            f"unknown argument(s) {', '.join(unknown)}; {spec.name} takes {', '.join(spec.args)}"
+        )
+    out: dict[str, Any] = {}
+    for name, arg in spec.args.items():
+        value = raw.get(name)
+        if value is None:
+            if arg.required:
+                raise InvalidInput(f"{name} is required")
+            if arg.default is not None:
+                out[name] = arg.default
+            continue
+        if arg.kind == "int":
+            out[name] = _int(name, value, arg)
+        elif arg.kind == "tags":
+            out[name] = _tags(name, value)
+        else:
+            out[name] = _str(name, value, arg, settings)
+    return out
+
+
+def _str(name: str, value: Any, arg: Arg, settings: Settings) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string")
+    limit = arg.max_len if arg.max_len is not None else settings.write.max_content_chars
+    if len(value) > limit:
+        raise InvalidInput(f"{name} is too long ({len(value)} chars; max {limit})")
+    if arg.choices and value not in arg.choices:
+        raise InvalidInput(f"{name} must be one of {', '.join(arg.choices)}")
+    if arg.required and not value.strip():
+        raise InvalidInput(f"{name} must not be empty")
+    return value
+
+
+def _int(name: str, value: Any, arg: Arg) -> int:
+    # Some clients send numbers as strings or floats ("8", 8.0); accept what is clearly integral.
+    if isinstance(value, bool):
+        raise InvalidInput(f"{name} must be an integer")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value.strip())
+    if not isinstance(value, int):
+        raise InvalidInput(f"{name} must be an integer")
+    if (arg.lo is not None and value < arg.lo) or (arg.hi is not None and value > arg.hi):
+        bounds = f"{arg.lo}..{arg.hi}" if arg.hi is not None else f">= {arg.lo}"
+        raise InvalidInput(f"{name} must be in {bounds}")
+    return value
+
+
+def _tags(name: str, value: Any) -> list[str]:
+    # Models often send "a, b" for a list; splitting it is kinder than refusing.
+    if isinstance(value, str):
+        value = [v for v in value.split(",")]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidInput(f"{name} must be a list of strings")
+    tags = [v.strip().lstrip("#").strip() for v in value]
+    tags = [t for t in tags if t]
+    if len(tags) > TAGS_MAX:
+        raise InvalidInput(f"{name}: at most {TAGS_MAX} tags")
+    for t in tags:
+        if len(t) > TAG_MAX:
+            raise InvalidInput(f"{name}: a tag is at most {TAG_MAX} chars")
+    return tags
+
+
+# ---- replies on the wire ----
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON: no indentation, no spaces, real Unicode (fewer tokens for the model)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
