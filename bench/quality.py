@@ -48,10 +48,19 @@ class Fusion:
 
     @property
     def label(self) -> str:
-        return "rrf k=60" if self.fusion == "rrf" else f"convex w={self.vector_weight:.1f}"
+        if self.fusion == "rrf":
+            return (
+                "rrf k=60 1:1"
+                if self.vector_weight == 0.5
+                else f"rrf k=60 w={self.vector_weight:.1f}"
+            )
+        return f"convex w={self.vector_weight:.1f}"
 
 
-SWEEP = (Fusion("rrf", 0.0),) + tuple(Fusion("convex", w) for w in (0.1, 0.2, 0.3, 0.4, 0.5))
+# RRF takes the weight too (w = 0.5 is classic 1:1 RRF); sweep both it and a weighted one.
+SWEEP = (Fusion("rrf", 0.5), Fusion("rrf", 0.3)) + tuple(
+    Fusion("convex", w) for w in (0.1, 0.2, 0.3, 0.4, 0.5)
+)
 
 
 def make_brain(vault: Path, model: str) -> tuple[Any, Any]:
@@ -69,10 +78,9 @@ def set_fusion(brain: Any, settings: Any, fusion: Fusion) -> None:
     """Point the live brain at another fusion: its settings object if it exposes one."""
     search = getattr(getattr(brain, "settings", None), "search", None) or settings.search
     search.fusion = fusion.fusion
+    search.vector_weight = fusion.vector_weight
     if fusion.fusion == "rrf":
         search.rrf_k = 60
-    else:
-        search.vector_weight = fusion.vector_weight
 
 
 def run_queries(brain: Any, queries: list[tuple[str, str]], mode: str) -> tuple[list, int]:
