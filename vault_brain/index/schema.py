@@ -1,0 +1,88 @@
+"""The sidecar's schema in one readable block. Bump SCHEMA_VERSION on any change:
+the index is disposable, so a new version simply rebuilds from the files."""
+
+SCHEMA_VERSION = 1
+
+# FTS5 tokenizer: Porter stemming over unicode61 with diacritics removed. CJK text is
+# rewritten into character bigrams before it reaches FTS (index/text.py).
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+
+SCHEMA = f"""
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE notes (
+    rowid        INTEGER PRIMARY KEY,
+    path         TEXT NOT NULL UNIQUE,      -- vault-relative POSIX path
+    id           TEXT NOT NULL UNIQUE,
+    title        TEXT NOT NULL,
+    summary      TEXT NOT NULL,             -- frontmatter summary ('' when none)
+    llm_summary  TEXT,                      -- from a summarizer, when configured
+    lead         TEXT NOT NULL,             -- extractive lead
+    created      TEXT,
+    updated      TEXT,                      -- frontmatter updated
+    sort_time    TEXT NOT NULL,             -- updated, else file mtime (ISO 8601 UTC)
+    folder       TEXT NOT NULL,             -- '' at the vault root
+    stem_key     TEXT NOT NULL,             -- lower(file stem): wikilink resolution
+    path_key     TEXT NOT NULL,             -- lower(path without .md)
+    aliases      TEXT NOT NULL,             -- JSON list
+    mtime_ns     INTEGER NOT NULL,
+    size         INTEGER NOT NULL,
+    content_hash TEXT NOT NULL,             -- hash of the file bytes
+    body_hash    TEXT NOT NULL,             -- hash of the stripped body: duplicate saves
+    version      TEXT NOT NULL,
+    summary_state INTEGER NOT NULL DEFAULT 0 -- 0 none needed/done, 1 pending
+);
+CREATE INDEX notes_sort ON notes(sort_time DESC, rowid DESC);
+CREATE INDEX notes_folder ON notes(folder);
+CREATE INDEX notes_stem ON notes(stem_key);
+CREATE INDEX notes_path_key ON notes(path_key);
+CREATE INDEX notes_body_hash ON notes(body_hash);
+CREATE TABLE chunks (
+    rowid        INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused: vectors attach safely
+    note_rowid   INTEGER NOT NULL REFERENCES notes(rowid) ON DELETE CASCADE,
+    ordinal      INTEGER NOT NULL,
+    heading_path TEXT NOT NULL,
+    text         TEXT NOT NULL,
+    text_hash    TEXT NOT NULL,             -- hash of what the embedder sees
+    tokens       INTEGER NOT NULL,
+    vec_state    INTEGER NOT NULL DEFAULT 0 -- 0 pending, 1 embedded
+);
+CREATE INDEX chunks_note ON chunks(note_rowid);
+CREATE INDEX chunks_pending ON chunks(vec_state) WHERE vec_state = 0;
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    title, headings, body,
+    tokenize = '{FTS_TOKENIZE}',
+    content = '', contentless_delete = 1
+);
+CREATE TABLE tags (
+    note_rowid INTEGER NOT NULL REFERENCES notes(rowid) ON DELETE CASCADE,
+    tag        TEXT NOT NULL,
+    PRIMARY KEY (note_rowid, tag)
+) WITHOUT ROWID;
+CREATE INDEX tags_tag ON tags(tag);
+CREATE TABLE aliases (
+    note_rowid INTEGER NOT NULL REFERENCES notes(rowid) ON DELETE CASCADE,
+    alias_key  TEXT NOT NULL,
+    PRIMARY KEY (note_rowid, alias_key)
+) WITHOUT ROWID;
+CREATE INDEX aliases_key ON aliases(alias_key);
+CREATE TABLE links (
+    note_rowid INTEGER NOT NULL REFERENCES notes(rowid) ON DELETE CASCADE,
+    ordinal    INTEGER NOT NULL,
+    target     TEXT NOT NULL,               -- as written, without .md
+    target_key TEXT NOT NULL,               -- lower(target)
+    heading    TEXT,
+    alias      TEXT,
+    embed      INTEGER NOT NULL,
+    PRIMARY KEY (note_rowid, ordinal)
+) WITHOUT ROWID;
+CREATE INDEX links_target ON links(target_key);
+CREATE TABLE embed_cache (
+    model     TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    vector    BLOB NOT NULL,                -- float32 little-endian
+    PRIMARY KEY (model, text_hash)
+) WITHOUT ROWID
+"""

@@ -1,0 +1,537 @@
+"""Named queries over the sidecar. Callers never build SQL; they call these."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vault_brain.index.db import Connection
+
+VECTOR_TABLE = "chunk_vectors"
+
+
+@dataclass(frozen=True)
+class Filters:
+    tags: tuple[str, ...] = ()
+    folder: str | None = None
+    since: str | None = None
+    until: str | None = None
+
+    def sql(self, alias: str = "n") -> tuple[str, list[object]]:
+        """A WHERE fragment over notes (alias n) and its parameters."""
+        parts: list[str] = []
+        params: list[object] = []
+        if self.folder:
+            folder = self.folder.strip("/")
+            parts.append(f"({alias}.folder = ? OR {alias}.folder LIKE ? ESCAPE '\\')")
+            params += [folder, _like_prefix(folder) + "/%"]
+        for tag in self.tags:
+            tag = tag.lower().lstrip("#")
+            parts.append(
+                f"EXISTS (SELECT 1 FROM tags t WHERE t.note_rowid = {alias}.rowid "
+                f"AND (t.tag = ? OR t.tag LIKE ? ESCAPE '\\'))"
+            )
+            params += [tag, _like_prefix(tag) + "/%"]
+        if self.since:
+            parts.append(f"{alias}.sort_time >= ?")
+            params.append(self.since)
+        if self.until:
+            parts.append(f"{alias}.sort_time <= ?")
+            params.append(self.until)
+        return (" AND ".join(parts) or "1"), params
+
+    @property
+    def active(self) -> bool:
+        return bool(self.tags or self.folder or self.since or self.until)
+
+
+def _like_prefix(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+# --- meta ---------------------------------------------------------------------------
+
+
+def get_meta(conn: Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def set_meta(conn: Connection, key: str, value: str | None) -> None:
+    if value is None:
+        conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+    else:
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+
+# --- notes: writing -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredStat:
+    rowid: int
+    mtime_ns: int
+    size: int
+    content_hash: str
+
+
+def load_stats(conn: Connection) -> dict[str, StoredStat]:
+    rows = conn.execute("SELECT path, rowid, mtime_ns, size, content_hash FROM notes")
+    return {r[0]: StoredStat(r[1], r[2], r[3], r[4]) for r in rows}
+
+
+def touch_note(conn: Connection, rowid: int, mtime_ns: int, size: int) -> None:
+    conn.execute("UPDATE notes SET mtime_ns = ?, size = ? WHERE rowid = ?", (mtime_ns, size, rowid))
+
+
+def id_holder(conn: Connection, note_id: str) -> str | None:
+    row = conn.execute("SELECT path FROM notes WHERE id = ?", (note_id,)).fetchone()
+    return row[0] if row else None
+
+
+def _drop_note_parts(conn: Connection, rowid: int, has_vectors: bool) -> None:
+    chunk_ids = [r[0] for r in conn.execute("SELECT rowid FROM chunks WHERE note_rowid = ?", (rowid,))]
+    if chunk_ids:
+        marks = ",".join("?" * len(chunk_ids))
+        conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", chunk_ids)
+        if has_vectors:
+            conn.execute(f"DELETE FROM {VECTOR_TABLE} WHERE rowid IN ({marks})", chunk_ids)
+        conn.execute("DELETE FROM chunks WHERE note_rowid = ?", (rowid,))
+    conn.execute("DELETE FROM tags WHERE note_rowid = ?", (rowid,))
+    conn.execute("DELETE FROM aliases WHERE note_rowid = ?", (rowid,))
+    conn.execute("DELETE FROM links WHERE note_rowid = ?", (rowid,))
+
+
+@dataclass(frozen=True)
+class NoteRow:
+    """What the indexer stores for one note (built by sync from a parsed Note)."""
+
+    path: str
+    id: str
+    title: str
+    summary: str
+    lead: str
+    created: str | None
+    updated: str | None
+    sort_time: str
+    folder: str
+    stem_key: str
+    path_key: str
+    aliases: tuple[str, ...]
+    mtime_ns: int
+    size: int
+    content_hash: str
+    body_hash: str
+    version: str
+    summary_pending: bool
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    ordinal: int
+    heading_path: str
+    text: str
+    text_hash: str
+    tokens: int
+    fts_title: str
+    fts_headings: str
+    fts_body: str
+
+
+@dataclass(frozen=True)
+class LinkRow:
+    target: str
+    heading: str | None
+    alias: str | None
+    embed: bool
+
+
+def upsert_note(
+    conn: Connection,
+    note: NoteRow,
+    chunks: Sequence[ChunkRow],
+    tags: Iterable[str],
+    links: Sequence[LinkRow],
+    *,
+    has_vectors: bool,
+) -> int:
+    """Replace everything stored for note.path. Caller holds the transaction."""
+    row = conn.execute("SELECT rowid FROM notes WHERE path = ?", (note.path,)).fetchone()
+    values = (
+        note.id, note.title, note.summary, note.lead, note.created, note.updated,
+        note.sort_time, note.folder, note.stem_key, note.path_key,
+        json.dumps(list(note.aliases), ensure_ascii=False), note.mtime_ns, note.size,
+        note.content_hash, note.body_hash, note.version, 1 if note.summary_pending else 0,
+    )
+    if row is not None:
+        rowid = row[0]
+        _drop_note_parts(conn, rowid, has_vectors)
+        conn.execute(
+            """UPDATE notes SET id=?, title=?, summary=?, lead=?, created=?, updated=?,
+               sort_time=?, folder=?, stem_key=?, path_key=?, aliases=?, mtime_ns=?, size=?,
+               content_hash=?, body_hash=?, version=?, summary_state=?, llm_summary=NULL
+               WHERE rowid=?""",
+            (*values, rowid),
+        )
+    else:
+        cur = conn.execute(
+            """INSERT INTO notes(id, title, summary, lead, created, updated, sort_time, folder,
+               stem_key, path_key, aliases, mtime_ns, size, content_hash, body_hash, version,
+               summary_state, path) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+            (*values, note.path),
+        )
+        rowid = cur.lastrowid
+    for c in chunks:
+        cur = conn.execute(
+            """INSERT INTO chunks(note_rowid, ordinal, heading_path, text, text_hash, tokens)
+               VALUES (?,?,?,?,?,?)""",
+            (rowid, c.ordinal, c.heading_path, c.text, c.text_hash, c.tokens),
+        )
+        conn.execute(
+            "INSERT INTO chunks_fts(rowid, title, headings, body) VALUES (?,?,?,?)",
+            (cur.lastrowid, c.fts_title, c.fts_headings, c.fts_body),
+        )
+    conn.executemany(
+        "INSERT OR IGNORE INTO tags(note_rowid, tag) VALUES (?, ?)", [(rowid, t) for t in tags]
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO aliases(note_rowid, alias_key) VALUES (?, ?)",
+        [(rowid, a.lower()) for a in note.aliases],
+    )
+    conn.executemany(
+        """INSERT INTO links(note_rowid, ordinal, target, target_key, heading, alias, embed)
+           VALUES (?,?,?,?,?,?,?)""",
+        [
+            (rowid, i, ln.target, ln.target.lower(), ln.heading, ln.alias, int(ln.embed))
+            for i, ln in enumerate(links)
+        ],
+    )
+    return rowid
+
+
+def delete_note(conn: Connection, rowid: int, *, has_vectors: bool) -> None:
+    _drop_note_parts(conn, rowid, has_vectors)
+    conn.execute("DELETE FROM notes WHERE rowid = ?", (rowid,))
+
+
+# --- notes: reading -----------------------------------------------------------------
+
+NOTE_COLUMNS = (
+    "n.rowid, n.id, n.path, n.title, n.summary, n.llm_summary, n.lead, n.created, n.updated, "
+    "n.sort_time, n.aliases, n.version, n.folder"
+)
+
+
+@dataclass(frozen=True)
+class NoteInfo:
+    rowid: int
+    id: str
+    path: str
+    title: str
+    summary: str  # the best summary we have: frontmatter, else LLM, else lead
+    created: str | None
+    updated: str | None
+    sort_time: str
+    aliases: tuple[str, ...]
+    version: str
+    folder: str
+
+
+def _info(row: Sequence) -> NoteInfo:
+    summary = row[4] or row[5] or row[6] or ""
+    return NoteInfo(
+        rowid=row[0], id=row[1], path=row[2], title=row[3], summary=summary, created=row[7],
+        updated=row[8] or row[9], sort_time=row[9], aliases=tuple(json.loads(row[10] or "[]")),
+        version=row[11], folder=row[12],
+    )
+
+
+def note_by_id(conn: Connection, note_id: str) -> NoteInfo | None:
+    row = conn.execute(f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.id = ?", (note_id,)).fetchone()
+    return _info(row) if row else None
+
+
+def note_by_path(conn: Connection, path: str) -> NoteInfo | None:
+    row = conn.execute(f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.path = ?", (path,)).fetchone()
+    if row is None:  # case-insensitive file systems and hand-typed paths
+        row = conn.execute(
+            f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.path = ? COLLATE NOCASE", (path,)
+        ).fetchone()
+    return _info(row) if row else None
+
+
+def notes_by_rowids(conn: Connection, rowids: Sequence[int]) -> dict[int, NoteInfo]:
+    if not rowids:
+        return {}
+    marks = ",".join("?" * len(rowids))
+    rows = conn.execute(f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.rowid IN ({marks})", rowids)
+    return {r[0]: _info(r) for r in rows}
+
+
+def list_notes(
+    conn: Connection, filters: Filters, limit: int, after: tuple[str, int] | None
+) -> list[NoteInfo]:
+    """Newest first by (sort_time, rowid): a keyset cursor stays right while notes are added."""
+    where, params = filters.sql()
+    if after is not None:
+        where += " AND (n.sort_time < ? OR (n.sort_time = ? AND n.rowid < ?))"
+        params += [after[0], after[0], after[1]]
+    rows = conn.execute(
+        f"SELECT {NOTE_COLUMNS} FROM notes n WHERE {where} "
+        f"ORDER BY n.sort_time DESC, n.rowid DESC LIMIT ?",
+        (*params, limit),
+    )
+    return [_info(r) for r in rows]
+
+
+def note_tags(conn: Connection, rowid: int) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT tag FROM tags WHERE note_rowid = ? ORDER BY tag", (rowid,))]
+
+
+def note_links(conn: Connection, rowid: int) -> list[LinkRow]:
+    rows = conn.execute(
+        "SELECT target, heading, alias, embed FROM links WHERE note_rowid = ? ORDER BY ordinal",
+        (rowid,),
+    )
+    return [LinkRow(r[0], r[1], r[2], bool(r[3])) for r in rows]
+
+
+def resolve_link(conn: Connection, target: str) -> NoteInfo | None:
+    """Obsidian's resolution: a path (with folders) or a file name, else an alias."""
+    key = target.strip().lower()
+    if key.endswith(".md"):
+        key = key[:-3]
+    if "/" in key:
+        row = conn.execute(
+            f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.path_key = ? OR n.path_key LIKE ? "
+            "ESCAPE '\\' ORDER BY length(n.path) LIMIT 1",
+            (key, "%/" + _like_prefix(key)),
+        ).fetchone()
+    else:
+        row = conn.execute(
+            f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.stem_key = ? "
+            "ORDER BY length(n.path), n.path LIMIT 1",
+            (key,),
+        ).fetchone()
+    if row is None:
+        row = conn.execute(
+            f"SELECT {NOTE_COLUMNS} FROM notes n JOIN aliases a ON a.note_rowid = n.rowid "
+            "WHERE a.alias_key = ? ORDER BY n.path LIMIT 1",
+            (key,),
+        ).fetchone()
+    return _info(row) if row else None
+
+
+def backlink_rowids(conn: Connection, info: NoteInfo) -> list[int]:
+    """Notes whose links may point at this note (the caller confirms by resolving)."""
+    stem = info.path.rsplit("/", 1)[-1]
+    stem = stem[:-3] if stem.lower().endswith(".md") else stem
+    keys = {stem.lower(), info.path[:-3].lower() if info.path.lower().endswith(".md") else info.path.lower()}
+    keys |= {a.lower() for a in info.aliases}
+    marks = ",".join("?" * len(keys))
+    rows = conn.execute(
+        f"SELECT DISTINCT note_rowid FROM links WHERE target_key IN ({marks}) "
+        "OR target_key LIKE ? ESCAPE '\\'",
+        (*keys, "%/" + _like_prefix(stem.lower())),
+    )
+    return [r[0] for r in rows if r[0] != info.rowid]
+
+
+def note_body_chunks(conn: Connection, rowid: int) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT text FROM chunks WHERE note_rowid = ? ORDER BY ordinal", (rowid,))]
+
+
+def note_with_body(conn: Connection, body_hash: str) -> NoteInfo | None:
+    row = conn.execute(
+        f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.body_hash = ? ORDER BY n.path LIMIT 1",
+        (body_hash,),
+    ).fetchone()
+    return _info(row) if row else None
+
+
+# --- counts ---------------------------------------------------------------------------
+
+
+def counts(conn: Connection) -> dict[str, int]:
+    notes = conn.execute("SELECT count(*) FROM notes").fetchone()[0]
+    chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    pending = conn.execute("SELECT count(*) FROM chunks WHERE vec_state = 0").fetchone()[0]
+    pending_summaries = conn.execute(
+        "SELECT count(*) FROM notes WHERE summary_state = 1"
+    ).fetchone()[0]
+    return {
+        "notes": notes,
+        "chunks": chunks,
+        "vectors": chunks - pending,
+        "pending_vectors": pending,
+        "pending_summaries": pending_summaries,
+    }
+
+
+def snapshot(conn: Connection) -> dict[str, list[tuple]]:
+    """Everything a full reindex must reproduce, in a comparable form (tests use it)."""
+    notes = conn.execute(
+        "SELECT path, id, title, content_hash, version, summary, lead, created, updated, aliases "
+        "FROM notes ORDER BY path"
+    ).fetchall()
+    chunks = conn.execute(
+        "SELECT n.path, c.ordinal, c.heading_path, c.text FROM chunks c "
+        "JOIN notes n ON n.rowid = c.note_rowid ORDER BY n.path, c.ordinal"
+    ).fetchall()
+    links = conn.execute(
+        "SELECT n.path, l.ordinal, l.target, l.heading, l.alias, l.embed FROM links l "
+        "JOIN notes n ON n.rowid = l.note_rowid ORDER BY n.path, l.ordinal"
+    ).fetchall()
+    tags = conn.execute(
+        "SELECT n.path, t.tag FROM tags t JOIN notes n ON n.rowid = t.note_rowid "
+        "ORDER BY n.path, t.tag"
+    ).fetchall()
+    return {"notes": notes, "chunks": chunks, "links": links, "tags": tags}
+
+
+# --- full-text search ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChunkHit:
+    chunk_rowid: int
+    note_rowid: int
+    score: float  # higher is better (FTS: -bm25; vector: cosine similarity)
+
+
+# Column weights for bm25(): title, heading path, body.
+FTS_WEIGHTS = (2.0, 1.0, 1.0)
+
+
+def search_fts(conn: Connection, match: str, filters: Filters, limit: int) -> list[ChunkHit]:
+    where, params = filters.sql()
+    w = FTS_WEIGHTS
+    rows = conn.execute(
+        f"""SELECT f.rowid, c.note_rowid, bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}) AS s
+            FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid
+            JOIN notes n ON n.rowid = c.note_rowid
+            WHERE chunks_fts MATCH ? AND {where}
+            ORDER BY s LIMIT ?""",
+        (match, *params, limit),
+    )
+    return [ChunkHit(r[0], r[1], -r[2]) for r in rows]
+
+
+def chunk_texts(conn: Connection, chunk_rowids: Sequence[int]) -> dict[int, tuple[str, str]]:
+    if not chunk_rowids:
+        return {}
+    marks = ",".join("?" * len(chunk_rowids))
+    rows = conn.execute(
+        f"SELECT rowid, heading_path, text FROM chunks WHERE rowid IN ({marks})", chunk_rowids
+    )
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+# --- vectors ------------------------------------------------------------------------
+
+
+def has_vector_table(conn: Connection) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE name = ?", (VECTOR_TABLE,)
+    ).fetchone()
+    return row is not None
+
+
+def reset_vectors(conn: Connection, model: str, dim: int) -> None:
+    """A new embedding model: drop old vectors (two models never mix), re-queue every chunk."""
+    conn.execute(f"DROP TABLE IF EXISTS {VECTOR_TABLE}")
+    conn.execute(
+        f"CREATE VIRTUAL TABLE {VECTOR_TABLE} USING vec0("
+        f"embedding float[{int(dim)}] distance_metric=cosine)"
+    )
+    conn.execute("UPDATE chunks SET vec_state = 0")
+    set_meta(conn, "embed_model", model)
+    set_meta(conn, "embed_dim", str(dim))
+
+
+def drop_vectors(conn: Connection) -> None:
+    conn.execute(f"DROP TABLE IF EXISTS {VECTOR_TABLE}")
+    conn.execute("UPDATE chunks SET vec_state = 0")
+    set_meta(conn, "embed_model", None)
+    set_meta(conn, "embed_dim", None)
+
+
+@dataclass(frozen=True)
+class PendingChunk:
+    rowid: int
+    text_hash: str
+    embed_text: str
+
+
+def pending_chunks(conn: Connection, limit: int) -> list[PendingChunk]:
+    rows = conn.execute(
+        """SELECT c.rowid, c.text_hash, c.heading_path, c.text FROM chunks c
+           WHERE c.vec_state = 0 ORDER BY c.rowid LIMIT ?""",
+        (limit,),
+    )
+    return [PendingChunk(r[0], r[1], f"{r[2]}\n\n{r[3]}") for r in rows]
+
+
+def cached_vectors(conn: Connection, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
+    if not hashes:
+        return {}
+    out: dict[str, bytes] = {}
+    for start in range(0, len(hashes), 500):
+        part = list(hashes[start : start + 500])
+        marks = ",".join("?" * len(part))
+        rows = conn.execute(
+            f"SELECT text_hash, vector FROM embed_cache WHERE model = ? AND text_hash IN ({marks})",
+            (model, *part),
+        )
+        out.update({r[0]: r[1] for r in rows})
+    return out
+
+
+def store_vectors(
+    conn: Connection, model: str, items: Sequence[tuple[int, str, bytes]]
+) -> None:
+    """items: (chunk_rowid, text_hash, float32 bytes). Caller holds the transaction."""
+    conn.executemany(
+        "INSERT OR IGNORE INTO embed_cache(model, text_hash, vector) VALUES (?, ?, ?)",
+        [(model, h, v) for _, h, v in items],
+    )
+    rowids = [r for r, _, _ in items]
+    marks = ",".join("?" * len(rowids))
+    # Only chunks that still exist, unchanged and pending (a note may have changed meanwhile).
+    live = {
+        (r[0], r[1])
+        for r in conn.execute(
+            f"SELECT rowid, text_hash FROM chunks WHERE vec_state = 0 AND rowid IN ({marks})",
+            rowids,
+        )
+    }
+    rows = [(r, v) for r, h, v in items if (r, h) in live]
+    conn.executemany(f"INSERT OR REPLACE INTO {VECTOR_TABLE}(rowid, embedding) VALUES (?, ?)", rows)
+    conn.executemany("UPDATE chunks SET vec_state = 1 WHERE rowid = ?", [(r,) for r, _ in rows])
+
+
+def search_vectors(
+    conn: Connection, vector: np.ndarray, filters: Filters, k: int
+) -> list[ChunkHit]:
+    blob = np.asarray(vector, dtype=np.float32).tobytes()
+    if filters.active:
+        # Exact scan over the filtered notes: a KNN over everything could miss them all.
+        where, params = filters.sql()
+        rows = conn.execute(
+            f"""SELECT v.rowid, c.note_rowid, vec_distance_cosine(v.embedding, ?) AS d
+                FROM {VECTOR_TABLE} v JOIN chunks c ON c.rowid = v.rowid
+                JOIN notes n ON n.rowid = c.note_rowid
+                WHERE {where} ORDER BY d LIMIT ?""",
+            (blob, *params, k),
+        )
+    else:
+        rows = conn.execute(
+            f"""SELECT v.rowid, c.note_rowid, v.distance FROM {VECTOR_TABLE} v
+                JOIN chunks c ON c.rowid = v.rowid
+                WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance""",
+            (blob, k),
+        )
+    return [ChunkHit(r[0], r[1], 1.0 - r[2]) for r in rows]

@@ -1,0 +1,319 @@
+"""Files → index. A stat pass finds candidates, a content hash decides, and only changed
+notes are re-parsed and re-chunked. Each note is written in one transaction (batched
+with its neighbours), so the index never holds half a note."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import time
+from stat import S_ISREG as stat_is_file
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from vault_brain import log
+from vault_brain.config import Settings
+from vault_brain.index import store
+from vault_brain.index.chunking import chunk_note
+from vault_brain.index.db import Connection
+from vault_brain.index.text import fts_text
+from vault_brain.vault.note import Note, UnreadableNote, parse_note
+from vault_brain.vault.scan import FileStat, is_ignored, scan_vault
+
+Progress = Callable[[int, int], None]
+
+BATCH_NOTES = 200  # notes per transaction: each note is whole, commits stay cheap
+BATCH_SECONDS = 0.5  # ... and short, so another process's save never waits long
+
+
+@dataclass
+class SyncReport:
+    scanned: int = 0
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    ms: float = 0.0
+    changed_paths: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> int:
+        return self.added + self.updated + self.removed
+
+
+def text_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def iso_utc(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _strip_title(heading_path: str, title: str) -> str:
+    prefix = title + " > "
+    if heading_path.startswith(prefix):
+        return heading_path[len(prefix) :]
+    return "" if heading_path == title else heading_path
+
+
+def build_rows(
+    note: Note, stat: FileStat, settings: Settings, summarize: bool
+) -> tuple[store.NoteRow, list[store.ChunkRow], list[store.LinkRow]]:
+    """Turn a parsed note into the rows the index stores for it."""
+    folder = posixpath.dirname(note.path)
+    stem = posixpath.basename(note.path)
+    stem = stem[:-3] if stem.lower().endswith(".md") else stem
+    row = store.NoteRow(
+        path=note.path,
+        id=note.id,
+        title=note.title,
+        summary=note.summary,
+        lead=note.lead,
+        created=note.created,
+        updated=note.updated,
+        sort_time=note.updated or iso_utc(stat.mtime_ns),
+        folder=folder,
+        stem_key=stem.lower(),
+        path_key=(note.path[:-3] if note.path.lower().endswith(".md") else note.path).lower(),
+        aliases=tuple(note.aliases),
+        mtime_ns=stat.mtime_ns,
+        size=stat.size,
+        content_hash=note.content_hash,
+        body_hash=text_hash(note.body.strip()),
+        version=note.version,
+        summary_pending=summarize and not note.summary,
+    )
+    c = settings.chunk
+    title_text = fts_text(" ".join([note.title, *note.aliases]))
+    tag_text = " ".join(note.tags)
+    chunks = []
+    for ch in chunk_note(note.title, note.body, c.max_tokens, c.overlap, c.min_tokens):
+        headings = _strip_title(ch.heading_path, note.title)
+        chunks.append(
+            store.ChunkRow(
+                ordinal=ch.ordinal,
+                heading_path=ch.heading_path,
+                text=ch.text,
+                text_hash=text_hash(f"{ch.heading_path}\n\n{ch.text}"),
+                tokens=ch.tokens,
+                fts_title=title_text,
+                fts_headings=fts_text(f"{headings} {tag_text}".strip()),
+                fts_body=fts_text(ch.text),
+            )
+        )
+    links = [store.LinkRow(ln.target, ln.heading, ln.alias, ln.embed) for ln in note.links]
+    return row, chunks, links
+
+
+class Syncer:
+    """Applies file changes to the index through one connection (the caller serialises)."""
+
+    def __init__(self, conn: Connection, settings: Settings, *, summarize: bool = False) -> None:
+        self.conn = conn
+        self.settings = settings
+        self.root = settings.vault_path
+        self.summarize = summarize
+
+    # -- entry points ------------------------------------------------------------
+
+    def sync_all(self, *, full: bool = False, progress: Progress | None = None) -> SyncReport:
+        started = time.perf_counter()
+        v = self.settings.vault
+        scan = scan_vault(self.root, v.ignore, v.max_file_bytes)
+        for path, reason in scan.skipped:
+            log.warn("file_skipped", path=path, reason=reason)
+        for folder in scan.unreadable_dirs:
+            log.warn("folder_unreadable", path=folder)
+        indexed = store.load_stats(self.conn)
+        report = self._apply(
+            {f.path: f for f in scan.files}, indexed, scan.unreadable_dirs, full, progress
+        )
+        report.scanned = len(scan.files)
+        report.skipped += len(scan.skipped)
+        report.ms = round((time.perf_counter() - started) * 1000, 1)
+        return report
+
+    def sync_paths(self, paths: Iterable[str]) -> SyncReport:
+        """Re-check only these vault-relative paths (files or folders; present or gone)."""
+        started = time.perf_counter()
+        v = self.settings.vault
+        indexed_all = store.load_stats(self.conn)
+        on_disk: dict[str, FileStat] = {}
+        indexed: dict[str, store.StoredStat] = {}
+        unreadable: list[str] = []
+        skipped = 0
+        for raw in paths:
+            rel = raw.strip("/")
+            if not rel or is_ignored(rel, v.ignore):
+                continue
+            prefix = rel + "/"
+            for p, s in indexed_all.items():
+                if p == rel or p.startswith(prefix):
+                    indexed[p] = s
+            full = self.root / rel
+            try:
+                is_dir = full.is_dir()
+            except PermissionError:
+                unreadable.append(rel)
+                continue
+            if is_dir:
+                sub = scan_vault(full, v.ignore, v.max_file_bytes)
+                on_disk.update({prefix + f.path: _prefixed(f, prefix) for f in sub.files})
+                unreadable += [prefix + d for d in sub.unreadable_dirs]
+                skipped += len(sub.skipped)
+            elif rel.lower().endswith(".md"):
+                try:
+                    stat = _stat_file(full, v.max_file_bytes)
+                except OSError:  # unreadable, not gone: keep what the index holds
+                    unreadable.append(rel)
+                    continue
+                if stat is not None:
+                    on_disk[rel] = FileStat(rel, stat[0], stat[1])
+        report = self._apply(on_disk, indexed, unreadable, False, None)
+        report.scanned = len(on_disk)
+        report.skipped += skipped
+        report.ms = round((time.perf_counter() - started) * 1000, 1)
+        return report
+
+    # -- the work ------------------------------------------------------------------
+
+    def _apply(
+        self,
+        on_disk: dict[str, FileStat],
+        indexed: dict[str, store.StoredStat],
+        unreadable_dirs: list[str],
+        full: bool,
+        progress: Progress | None,
+    ) -> SyncReport:
+        report = SyncReport()
+        has_vectors = store.has_vector_table(self.conn)
+        gone = [
+            p
+            for p in indexed
+            if p not in on_disk
+            and not any(p == d or p.startswith(d.rstrip("/") + "/") for d in unreadable_dirs)
+        ]
+        candidates = [
+            f for p, f in on_disk.items()
+            if full or p not in indexed
+            or (indexed[p].mtime_ns, indexed[p].size) != (f.mtime_ns, f.size)
+        ]
+        report.unchanged = len(on_disk) - len(candidates)
+        total = len(candidates)
+        with _Batch(self.conn) as batch:
+            # Deletions first: a moved note frees its id before its new path claims it.
+            for path in gone:
+                store.delete_note(self.conn, indexed[path].rowid, has_vectors=has_vectors)
+                report.removed += 1
+                report.changed_paths.append(path)
+                batch.tick()
+            for done, stat in enumerate(candidates, 1):
+                self._index_one(stat, indexed.get(stat.path), report, full, has_vectors)
+                batch.tick()
+                if progress is not None:
+                    progress(done, total)
+        return report
+
+    def _index_one(
+        self,
+        stat: FileStat,
+        known: store.StoredStat | None,
+        report: SyncReport,
+        full: bool,
+        has_vectors: bool,
+    ) -> None:
+        try:
+            raw = (self.root / stat.path).read_bytes()
+        except OSError as exc:
+            # A transient read error must not drop what the index already holds.
+            log.warn("file_unreadable", path=stat.path, error=exc.__class__.__name__)
+            report.skipped += 1
+            return
+        digest = hashlib.blake2b(raw, digest_size=16).hexdigest()
+        if known is not None and known.content_hash == digest and not full:
+            store.touch_note(self.conn, known.rowid, stat.mtime_ns, stat.size)
+            report.unchanged += 1
+            return
+        try:
+            note = parse_note(stat.path, raw)
+        except UnreadableNote as exc:
+            log.warn("file_skipped", path=stat.path, reason=str(exc))
+            report.skipped += 1
+            if known is not None:
+                store.delete_note(self.conn, known.rowid, has_vectors=has_vectors)
+                report.removed += 1
+            return
+        for warning in note.warnings:
+            log.warn("note_warning", path=stat.path, warning=warning)
+        note = self._unique_id(note)
+        row, chunks, links = build_rows(note, stat, self.settings, self.summarize)
+        store.upsert_note(self.conn, row, chunks, note.tags, links, has_vectors=has_vectors)
+        if known is None:
+            report.added += 1
+        else:
+            report.updated += 1
+        report.changed_paths.append(stat.path)
+
+    def _unique_id(self, note: Note) -> Note:
+        """Two files claiming one id (a copied note): the later one gets a derived id."""
+        from dataclasses import replace
+
+        from vault_brain.vault.note import derived_id
+
+        holder = store.id_holder(self.conn, note.id)
+        if holder is None or holder == note.path:
+            return note
+        candidate = derived_id(note.path)
+        n = 1
+        while (h := store.id_holder(self.conn, candidate)) is not None and h != note.path:
+            n += 1
+            candidate = derived_id(f"{note.path}#{n}")
+        log.warn("duplicate_id", path=note.path, id=note.id, other=holder, used=candidate)
+        return replace(note, id=candidate)
+
+
+def _prefixed(f: FileStat, prefix: str) -> FileStat:
+    return FileStat(prefix + f.path, f.mtime_ns, f.size)
+
+
+def _stat_file(path: Path, max_bytes: int) -> tuple[int, int] | None:
+    """(mtime_ns, size) of an indexable file; None when it is gone or not indexable.
+    Other OSErrors (permissions) propagate: unreadable is not gone."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not stat_is_file(st.st_mode) or st.st_size > max_bytes:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+class _Batch:
+    """Commit every BATCH_NOTES notes or BATCH_SECONDS, always between two notes."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.count = 0
+        self.started = 0.0
+
+    def __enter__(self) -> _Batch:
+        self._begin()
+        return self
+
+    def _begin(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+        self.count = 0
+        self.started = time.monotonic()
+
+    def tick(self) -> None:
+        self.count += 1
+        if self.count >= BATCH_NOTES or time.monotonic() - self.started > BATCH_SECONDS:
+            self.conn.execute("COMMIT")
+            self._begin()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.conn.execute("ROLLBACK" if exc_type else "COMMIT")

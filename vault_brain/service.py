@@ -1,0 +1,582 @@
+"""Brain: the one facade that the CLI, the MCP server and the watcher call.
+
+Reads come from the index; writes go to the files first (vault/), then that one file is
+synced at once, so a saved note is findable by full text when the call returns."""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets as _random
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from vault_brain import log
+from vault_brain.config import Settings
+from vault_brain.embed import Embedder, make_embedder
+from vault_brain.errors import Forbidden, InvalidInput, NotFound, Unavailable, VaultBrainError
+from vault_brain.index import store
+from vault_brain.index.db import Connection, connect, open_index
+from vault_brain.index.search import (
+    NoteHit,
+    collapse,
+    fuse_convex,
+    fuse_rrf,
+    make_snippet,
+)
+from vault_brain.index.sync import SyncReport, Syncer, text_hash
+from vault_brain.index.text import fts_query, query_terms
+from vault_brain.index.vectors import embed_batch, vectors_ready
+from vault_brain.vault import writer
+from vault_brain.vault.note import UnreadableNote, parse_note
+from vault_brain.vault.paths import resolve_note_path
+from vault_brain.vault.render import render_new_note, render_update
+from vault_brain.vault.secrets import find_secret
+
+__all__ = ["Brain", "SyncReport"]
+
+MODES = ("hybrid", "fts", "vector")
+BACKOFF_START, BACKOFF_CAP = 30.0, 900.0
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: str
+    title: str
+    path: str
+    summary: str
+    snippet: str
+    score: float
+    updated: str | None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    hits: list[Hit]
+    mode: str
+    degraded: bool
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class NoteRef:
+    id: str | None
+    title: str
+    path: str | None
+
+
+@dataclass(frozen=True)
+class NoteSummary:
+    id: str
+    title: str
+    path: str
+    summary: str
+    updated: str | None
+
+
+@dataclass(frozen=True)
+class NotePage:
+    notes: list[NoteSummary]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class NoteView:
+    id: str
+    title: str
+    path: str
+    summary: str
+    tags: list[str]
+    aliases: list[str]
+    created: str | None
+    updated: str | None
+    version: str
+    content: str
+    truncated: bool
+    links_out: list[NoteRef]
+    backlinks: list[NoteRef]
+
+
+@dataclass(frozen=True)
+class SaveResult:
+    id: str
+    path: str
+    version: str
+    duplicate_of: str | None = None
+
+
+@dataclass(frozen=True)
+class Status:
+    vault: str
+    index_path: str
+    notes: int
+    chunks: int
+    vectors: int
+    pending_vectors: int
+    pending_summaries: int
+    embedding: str | None
+    dimension: int | None
+    index_bytes: int
+    indexer: bool
+    last_error: str | None
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _encode_cursor(sort_time: str, rowid: int) -> str:
+    raw = json.dumps([sort_time, rowid]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[str, int]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        sort_time, rowid = json.loads(raw)
+        return str(sort_time), int(rowid)
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput("cursor is not one this server gave out") from exc
+
+
+def _new_id() -> str:
+    alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+    return "".join(_random.choice(alphabet) for _ in range(8))
+
+
+class Brain:
+    """The vault, its index and its models, behind one thread-safe object."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        indexer: bool = True,
+        embedder: Embedder | None | str = "auto",
+    ) -> None:
+        self.settings = settings
+        self.root: Path = settings.vault_path
+        self.index_path: Path = settings.index_path
+        self.indexer = indexer
+        self._write_lock = threading.RLock()
+        self._local = threading.local()
+        self._conn = open_index(self.index_path)  # the write connection, used under the lock
+        self.embedder: Embedder | None = (
+            make_embedder(settings.embed) if embedder == "auto" else embedder  # type: ignore[arg-type]
+        )
+        self._syncer = Syncer(self._conn, settings, summarize=settings.summary.provider != "none")
+        self._last_sync = 0.0
+        self._embed_error: str | None = None
+        self._embed_retry_at = 0.0
+        self._embed_backoff = BACKOFF_START
+        self._closed = False
+
+    # -- connections -----------------------------------------------------------------
+
+    def _reader(self) -> Connection:
+        """One read connection per thread: WAL readers never wait for the writer."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self.index_path)
+            self._local.conn = conn
+        return conn
+
+    def set_indexer(self, indexer: bool) -> None:
+        self.indexer = indexer
+
+    # -- sync --------------------------------------------------------------------------
+
+    def sync(self, *, full: bool = False, progress: Callable[[int, int], None] | None = None
+             ) -> SyncReport:
+        """Bring the index in step with the vault: stat pass, hash, re-index what changed."""
+        with self._write_lock:
+            report = self._syncer.sync_all(full=full, progress=progress)
+            self._last_sync = time.monotonic()
+        log.event("sync", scanned=report.scanned, added=report.added, updated=report.updated,
+                  removed=report.removed, skipped=report.skipped, ms=report.ms)
+        return report
+
+    def sync_paths(self, paths: Iterable[str]) -> SyncReport:
+        """Re-check these vault-relative paths (files or folders, present or gone)."""
+        rels = []
+        for p in paths:
+            path = Path(p)
+            if path.is_absolute():
+                try:
+                    p = path.resolve().relative_to(self.root).as_posix()
+                except ValueError:
+                    try:
+                        p = path.relative_to(self.root).as_posix()
+                    except ValueError:
+                        continue
+            rels.append(p)
+        with self._write_lock:
+            report = self._syncer.sync_paths(rels)
+        if report.changed:
+            log.event("sync_paths", paths=len(rels), added=report.added, updated=report.updated,
+                      removed=report.removed, ms=report.ms)
+        return report
+
+    def maybe_sync(self) -> None:
+        """Fresh reads without a daemon: a stat pass when the last one is older than the
+        configured interval (only in a process that indexes)."""
+        if not self.indexer:
+            return
+        interval = self.settings.index.fresh_read_seconds
+        if time.monotonic() - self._last_sync >= interval:
+            self.sync()
+
+    # -- vectors -----------------------------------------------------------------------
+
+    def embed_pending(self, *, limit: int | None = None) -> int:
+        """Catch vectors up; returns how many were written. An endpoint that fails is backed
+        off (30 s doubling to 15 min) and reported in status; it never raises."""
+        if self.embedder is None or time.monotonic() < self._embed_retry_at:
+            return 0
+        written = 0
+        batch = self.settings.embed.batch_size * max(1, self.settings.embed.concurrency) * 4
+        try:
+            while limit is None or written < limit:
+                n = embed_batch(self._conn, self.embedder, self._write_lock, batch)
+                if n == 0:
+                    break
+                written += n
+        except (Unavailable, OSError, ValueError, RuntimeError) as exc:
+            self._embed_error = f"{exc.__class__.__name__}: {exc}"[:300]
+            self._embed_retry_at = time.monotonic() + self._embed_backoff
+            log.warn("embed_failed", error=self._embed_error, retry_in_s=self._embed_backoff)
+            self._embed_backoff = min(self._embed_backoff * 2, BACKOFF_CAP)
+            return written
+        self._embed_error = None
+        self._embed_backoff = BACKOFF_START
+        return written
+
+    # -- search ------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        mode: str | None = None,
+        tags: Sequence[str] = (),
+        folder: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> SearchResult:
+        started = time.perf_counter()
+        s = self.settings.search
+        mode = mode or s.mode
+        if mode not in MODES:
+            raise InvalidInput(f"mode must be one of {', '.join(MODES)}")
+        limit = limit or s.limit
+        if not query or not query.strip():
+            raise InvalidInput("query is empty")
+        self.maybe_sync()
+        conn = self._reader()
+        filters = store.Filters(tuple(tags), folder or None, since or None, until or None)
+        depth = max(limit * 5, 50)
+        fts: list[NoteHit] = []
+        vec: list[NoteHit] = []
+        degraded, reason = False, None
+        if mode in ("hybrid", "fts"):
+            match = fts_query(query)
+            if match:
+                fts = collapse(store.search_fts(conn, match, filters, depth * 3))
+        if mode in ("hybrid", "vector"):
+            vec, reason = self._vector_arm(conn, query, filters, depth)
+            degraded = reason is not None
+            if degraded and mode == "vector":
+                match = fts_query(query)
+                fts = collapse(store.search_fts(conn, match, filters, depth * 3)) if match else []
+        if vec and fts:
+            if s.fusion == "rrf":
+                fused = fuse_rrf(fts, vec, s.rrf_k, s.vector_weight)
+            else:
+                fused = fuse_convex(fts, vec, s.vector_weight)
+        else:
+            fused = list(fts or vec)
+        hits = self._hits(conn, fused[:limit], query)
+        log.event("search", mode=mode, results=len(hits), degraded=degraded,
+                  query=log.cut(query), ms=round((time.perf_counter() - started) * 1000, 1))
+        return SearchResult(hits, mode, degraded, reason)
+
+    def _vector_arm(
+        self, conn: Connection, query: str, filters: store.Filters, depth: int
+    ) -> tuple[list[NoteHit], str | None]:
+        if self.embedder is None:
+            return [], "no embedding provider configured"
+        if not vectors_ready(conn, self.embedder):
+            return [], "vectors are not built yet"
+        try:
+            vector = self.embedder.embed([query])[0]
+        except (Unavailable, OSError, ValueError, RuntimeError) as exc:
+            return [], f"embedding failed: {exc}"[:200]
+        hits = collapse(store.search_vectors(conn, vector, filters, depth * 3))
+        return hits, None
+
+    def _hits(self, conn: Connection, fused: Sequence[NoteHit], query: str) -> list[Hit]:
+        infos = store.notes_by_rowids(conn, [h.note_rowid for h in fused])
+        texts = store.chunk_texts(conn, [h.chunk_rowid for h in fused])
+        terms = query_terms(query)
+        out = []
+        for h in fused:
+            info = infos.get(h.note_rowid)
+            if info is None:
+                continue
+            _, text = texts.get(h.chunk_rowid, ("", ""))
+            out.append(Hit(info.id, info.title, info.path, info.summary,
+                           make_snippet(text, terms), round(h.score, 4), info.updated))
+        return out
+
+    # -- reading -----------------------------------------------------------------------
+
+    def _find(self, conn: Connection, ref: str) -> store.NoteInfo:
+        ref = (ref or "").strip()
+        if not ref:
+            raise InvalidInput("id is empty")
+        info = store.note_by_id(conn, ref)
+        if info is None:
+            path = ref.lstrip("/")
+            info = store.note_by_path(conn, path)
+            if info is None and not path.lower().endswith(".md"):
+                info = store.note_by_path(conn, path + ".md")
+        if info is None:
+            raise NotFound(f"no note with id or path {ref!r}")
+        return info
+
+    def get(self, ref: str, *, max_chars: int | None = None) -> NoteView:
+        conn = self._reader()
+        info = self._find(conn, ref)
+        try:
+            raw = (self.root / info.path).read_bytes()
+            note = parse_note(info.path, raw)
+        except FileNotFoundError as exc:
+            self.sync_paths([info.path])
+            raise NotFound(f"{info.path} is no longer in the vault") from exc
+        except (OSError, UnreadableNote) as exc:
+            raise Unavailable(f"{info.path} cannot be read: {exc}") from exc
+        content = note.body
+        truncated = max_chars is not None and len(content) > max_chars
+        if truncated:
+            content = content[:max_chars]
+        links_out: list[NoteRef] = []
+        seen: set[str] = set()
+        for link in note.links:
+            key = link.target.lower()
+            if key in seen:
+                continue
+            seen.add(key)
+            target = store.resolve_link(conn, link.target)
+            if target is None:
+                links_out.append(NoteRef(None, link.target, None))
+            else:
+                links_out.append(NoteRef(target.id, target.title, target.path))
+        backlinks = []
+        sources = store.notes_by_rowids(conn, store.backlink_rowids(conn, info))
+        for src in sorted(sources.values(), key=lambda n: n.path):
+            links = store.note_links(conn, src.rowid)
+            if any((t := store.resolve_link(conn, ln.target)) and t.rowid == info.rowid
+                   for ln in links):
+                backlinks.append(NoteRef(src.id, src.title, src.path))
+        return NoteView(
+            id=info.id, title=note.title, path=info.path, summary=info.summary,
+            tags=list(note.tags), aliases=list(note.aliases), created=note.created,
+            updated=note.updated or info.updated, version=note.version, content=content,
+            truncated=truncated, links_out=links_out, backlinks=backlinks,
+        )
+
+    def list(
+        self,
+        *,
+        folder: str | None = None,
+        tag: str | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> NotePage:
+        conn = self._reader()
+        filters = store.Filters(tuple([tag] if tag else ()), folder or None)
+        after = _decode_cursor(cursor) if cursor else None
+        rows = store.list_notes(conn, filters, limit + 1, after)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        notes = [NoteSummary(r.id, r.title, r.path, r.summary, r.updated) for r in rows]
+        next_cursor = _encode_cursor(rows[-1].sort_time, rows[-1].rowid) if more else None
+        return NotePage(notes, next_cursor)
+
+    def status(self) -> Status:
+        conn = self._reader()
+        c = store.counts(conn)
+        model = store.get_meta(conn, "embed_model")
+        dim = store.get_meta(conn, "embed_dim")
+        size = sum(
+            p.stat().st_size
+            for p in (self.index_path, Path(f"{self.index_path}-wal"))
+            if p.exists()
+        )
+        return Status(
+            vault=str(self.root), index_path=str(self.index_path), notes=c["notes"],
+            chunks=c["chunks"],
+            vectors=c["vectors"] if vectors_ready(conn, self.embedder) else 0,
+            pending_vectors=c["pending_vectors"] if self.embedder else 0,
+            pending_summaries=c["pending_summaries"],
+            embedding=self.embedder.name if self.embedder else None,
+            dimension=int(dim) if dim and model == getattr(self.embedder, "name", None) else None,
+            index_bytes=size, indexer=self.indexer, last_error=self._embed_error,
+        )
+
+    def snapshot(self) -> dict[str, list[tuple]]:
+        """What a full reindex must reproduce (tests compare two of these)."""
+        return store.snapshot(self._reader())
+
+    # -- writing -----------------------------------------------------------------------
+
+    def _check_writable(self) -> None:
+        if self.settings.write.read_only:
+            raise Forbidden("this brain is read-only (write.read_only = true)")
+
+    def _check_text(self, field: str, value: str | None, cap: int) -> None:
+        if value is None:
+            return
+        if not isinstance(value, str):
+            raise InvalidInput(f"{field} must be text")
+        if len(value) > cap:
+            raise InvalidInput(f"{field} is longer than {cap} characters")
+        if self.settings.write.reject_secrets:
+            kind = find_secret(value)
+            if kind:
+                raise InvalidInput(
+                    f"{field} looks like it holds a credential ({kind}); notes must not "
+                    "store secrets"
+                )
+
+    def _check_tags(self, tags: Sequence[str] | None) -> list[str] | None:
+        if tags is None:
+            return None
+        if len(tags) > 32:
+            raise InvalidInput("at most 32 tags")
+        out = []
+        for t in tags:
+            t = str(t).strip().lstrip("#")
+            if not t or len(t) > 64 or any(ch.isspace() for ch in t):
+                raise InvalidInput(f"tag {t!r} must be 1-64 characters without spaces")
+            out.append(t)
+        return out
+
+    def save(
+        self,
+        title: str,
+        content: str,
+        *,
+        summary: str | None = None,
+        tags: Sequence[str] = (),
+        folder: str | None = None,
+    ) -> SaveResult:
+        self._check_writable()
+        title = (title or "").strip()
+        if not title:
+            raise InvalidInput("title is empty")
+        cap = self.settings.write.max_content_chars
+        self._check_text("title", title, 300)
+        self._check_text("content", content, cap)
+        self._check_text("summary", summary, 1000)
+        clean_tags = self._check_tags(tags) or []
+        conn = self._reader()
+        same = store.note_with_body(conn, text_hash((content or "").strip()))
+        if same is not None and (content or "").strip():
+            return SaveResult(same.id, same.path, same.version, duplicate_of=same.id)
+        allowed = self.settings.write.allowed_folders
+        with self._write_lock:
+            note_id = _new_id()
+            while store.note_by_id(self._conn, note_id) is not None:
+                note_id = _new_id()
+            data = render_new_note(
+                id=note_id, title=title, content=content or "", summary=summary or "",
+                tags=clean_tags, now=_now(),
+            )
+            rel = writer.create_note_file(self.root, folder or "", title, data, allowed)
+            self._syncer.sync_paths([rel])
+        info = store.note_by_path(self._reader(), rel)
+        version = info.version if info else ""
+        log.event("save", id=note_id, path=rel)
+        return SaveResult(info.id if info else note_id, rel, version)
+
+    def update(
+        self,
+        ref: str,
+        version: str,
+        *,
+        content: str | None = None,
+        append: str | None = None,
+        summary: str | None = None,
+        tags: Sequence[str] | None = None,
+        title: str | None = None,
+    ) -> SaveResult:
+        self._check_writable()
+        if not version:
+            raise InvalidInput("version is required: get the note first")
+        if content is not None and append is not None:
+            raise InvalidInput("give content (replace) or append, not both")
+        if all(v is None for v in (content, append, summary, tags, title)):
+            raise InvalidInput("nothing to update")
+        cap = self.settings.write.max_content_chars
+        self._check_text("content", content, cap)
+        self._check_text("append", append, cap)
+        self._check_text("summary", summary, 1000)
+        self._check_text("title", title, 300)
+        if title is not None and not title.strip():
+            raise InvalidInput("title is empty")
+        clean_tags = self._check_tags(tags)
+        info = self._find(self._reader(), ref)
+        self._check_allowed(info.path)
+        with self._write_lock:
+            path = self.root / info.path
+            try:
+                raw = path.read_bytes()
+            except FileNotFoundError as exc:
+                self._syncer.sync_paths([info.path])
+                raise NotFound(f"{info.path} is no longer in the vault") from exc
+            new = render_update(
+                raw, content=content, append=append, summary=summary, tags=clean_tags,
+                title=title.strip() if title else None, now=_now(), id=info.id,
+            )
+            new_version = writer.replace_note_file(self.root, info.path, version, new)
+            self._syncer.sync_paths([info.path])
+        log.event("update", id=info.id, path=info.path)
+        return SaveResult(info.id, info.path, new_version)
+
+    def delete(self, ref: str, version: str) -> str:
+        self._check_writable()
+        if not version:
+            raise InvalidInput("version is required: get the note first")
+        info = self._find(self._reader(), ref)
+        self._check_allowed(info.path)
+        with self._write_lock:
+            trashed = writer.trash_note_file(self.root, info.path, version)
+            self._syncer.sync_paths([info.path])
+        log.event("delete", id=info.id, path=info.path, trashed_to=trashed)
+        return trashed
+
+    def _check_allowed(self, rel: str) -> None:
+        resolve_note_path(self.root, rel, allowed_folders=self.settings.write.allowed_folders)
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._conn.close()
+        except VaultBrainError:
+            pass
+
+    def __enter__(self) -> Brain:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
