@@ -1,0 +1,213 @@
+"""Embeddings from a server: Ollama (`/api/embed`) or any OpenAI-compatible `/v1/embeddings`.
+
+Every failure (refused, slow, HTTP error, a reply of the wrong shape) becomes Unavailable,
+so the caller can fall back to full text and queue the work; retries with back-off belong
+to that queue, not here, so a dead endpoint costs one fast failure. Error messages carry
+the status and the reason, never the texts sent.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import numpy as np
+
+from vault_brain.config import EmbedSettings
+from vault_brain.embed import l2_normalise
+from vault_brain.errors import ConfigError, Unavailable
+
+PROBE_TEXT = "dimension probe"
+
+
+class RemoteEmbedder:
+    """Shared batching, concurrency and validation; subclasses know one wire protocol."""
+
+    provider = ""
+    path = ""
+
+    def __init__(self, settings: EmbedSettings, api_key: str | None = None) -> None:
+        self.name = f"{self.provider}:{settings.model}"
+        self.model = settings.model
+        self.url = self._endpoint(settings.base_url)
+        self.batch_size = max(1, settings.batch_size)
+        self.concurrency = max(1, settings.concurrency)
+        self.timeout = settings.timeout_seconds
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._dim = settings.dimension if settings.dimension > 0 else 0
+        self._dim_lock = threading.Lock()
+        self._client_lock = threading.Lock()
+        self._client: httpx.Client | None = None
+
+    # -- protocol specifics -------------------------------------------------------------
+
+    def _endpoint(self, base_url: str) -> str:
+        return base_url.rstrip("/") + self.path
+
+    def _vectors(self, payload: Any, count: int) -> list[Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- the Embedder protocol ----------------------------------------------------------
+
+    def dimension(self) -> int:
+        if self._dim:
+            return self._dim
+        self.embed([PROBE_TEXT])  # the first answer fixes the dimension
+        return self._dim
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        texts = list(texts)
+        # Empty texts are not sent (OpenAI refuses them); they embed as zero vectors.
+        wanted = [i for i, text in enumerate(texts) if text.strip()]
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        if not wanted:
+            return np.zeros((len(texts), self.dimension()), dtype=np.float32)
+        batches = [
+            [texts[i] for i in wanted[start : start + self.batch_size]]
+            for start in range(0, len(wanted), self.batch_size)
+        ]
+        if len(batches) == 1 or self.concurrency == 1:
+            results = [self._embed_batch(batch) for batch in batches]
+        else:
+            workers = min(self.concurrency, len(batches))
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="embed") as pool:
+                results = list(pool.map(self._embed_batch, batches))
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        out[wanted] = np.concatenate(results)
+        return out
+
+    def close(self) -> None:
+        with self._client_lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+    # -- one request --------------------------------------------------------------------
+
+    def _http(self) -> httpx.Client:
+        with self._client_lock:
+            if self._client is None:
+                self._client = httpx.Client(
+                    timeout=httpx.Timeout(self.timeout),
+                    headers=self._headers,
+                    limits=httpx.Limits(max_connections=self.concurrency),
+                )
+            return self._client
+
+    def _embed_batch(self, batch: list[str]) -> np.ndarray:
+        body = {"model": self.model, "input": batch}
+        try:
+            response = self._http().post(self.url, json=body)
+        except httpx.TimeoutException as exc:
+            raise self._unavailable(f"timed out after {self.timeout:g} s") from exc
+        except httpx.HTTPError as exc:
+            raise self._unavailable(f"request failed ({type(exc).__name__})") from exc
+        if response.status_code != 200:
+            reason = response.reason_phrase or "error"
+            raise self._unavailable(f"HTTP {response.status_code} {reason}")
+        try:
+            payload = response.json()
+        except ValueError as exc:
+            raise self._unavailable("reply is not JSON") from exc
+        rows = self._vectors(payload, len(batch))
+        return self._check(rows, len(batch))
+
+    def _check(self, rows: Sequence[Any], count: int) -> np.ndarray:
+        if len(rows) != count:
+            raise self._unavailable(f"reply has {len(rows)} vectors for {count} texts")
+        if not all(isinstance(row, list) and row for row in rows):
+            raise self._unavailable("reply has a vector that is not a list of numbers")
+        if not all(
+            isinstance(x, int | float) and not isinstance(x, bool) for row in rows for x in row
+        ):
+            raise self._unavailable("reply has a vector that is not a list of numbers")
+        widths = {len(row) for row in rows}
+        if len(widths) != 1:
+            raise self._unavailable(f"reply mixes vector sizes {sorted(widths)}")
+        width = widths.pop()
+        with self._dim_lock:
+            if not self._dim:
+                self._dim = width
+        if width != self._dim:
+            raise self._unavailable(f"reply has dimension {width}, expected {self._dim}")
+        try:
+            vectors = np.asarray(rows, dtype=np.float64)
+        except (OverflowError, ValueError) as exc:
+            raise self._unavailable("reply has numbers out of range") from exc
+        if not np.isfinite(vectors).all():
+            raise self._unavailable("reply has non-finite numbers")
+        return l2_normalise(vectors)
+
+    def _unavailable(self, reason: str) -> Unavailable:
+        return Unavailable(
+            f"embedding endpoint {self.name} at {_safe_url(self.url)}: {reason}",
+            provider=self.provider,
+        )
+
+
+class OllamaEmbedder(RemoteEmbedder):
+    """POST /api/embed {"model", "input": [...]} → {"embeddings": [[...], ...]}."""
+
+    provider = "ollama"
+    path = "/api/embed"
+
+    def _vectors(self, payload: Any, count: int) -> list[Any]:
+        if not isinstance(payload, dict) or not isinstance(payload.get("embeddings"), list):
+            raise self._unavailable("reply has no 'embeddings' list")
+        return payload["embeddings"]
+
+
+class OpenAIEmbedder(RemoteEmbedder):
+    """POST /v1/embeddings {"model", "input": [...]} → {"data": [{"index", "embedding"}]}."""
+
+    provider = "openai"
+    path = "/v1/embeddings"
+
+    def _endpoint(self, base_url: str) -> str:
+        base = base_url.rstrip("/")
+        base = base.removesuffix("/v1")  # both "http://host:1234" and ".../v1" are common
+        return base + self.path
+
+    def _vectors(self, payload: Any, count: int) -> list[Any]:
+        data = payload.get("data") if isinstance(payload, dict) else None
+        if not isinstance(data, list):
+            raise self._unavailable("reply has no 'data' list")
+        items = []
+        for item in data:
+            if not isinstance(item, dict) or "embedding" not in item:
+                raise self._unavailable("reply has an item without 'embedding'")
+            index = item.get("index", len(items))
+            if not isinstance(index, int) or isinstance(index, bool):
+                raise self._unavailable("reply has an item with a bad 'index'")
+            items.append((index, item["embedding"]))
+        if sorted(index for index, _ in items) != list(range(len(items))):
+            raise self._unavailable("reply indexes are not 0..n-1")
+        items.sort(key=lambda pair: pair[0])
+        return [embedding for _, embedding in items]
+
+
+def make_remote(settings: EmbedSettings) -> RemoteEmbedder:
+    """The remote provider for settings; an API key is read from the environment once, here."""
+    api_key = None
+    if settings.api_key_env:
+        api_key = os.environ.get(settings.api_key_env, "")
+        if not api_key:
+            raise ConfigError(
+                [f"embed.api_key_env: environment variable {settings.api_key_env} is not set"]
+            )
+    if settings.provider == "ollama":
+        return OllamaEmbedder(settings, api_key)
+    if settings.provider == "openai":
+        return OpenAIEmbedder(settings, api_key)
+    raise ConfigError([f"embed.provider: {settings.provider!r} is not a remote provider"])
+
+
+def _safe_url(url: str) -> str:
+    """The endpoint without any user:password part, fit for messages and logs."""
+    parsed = httpx.URL(url)
+    return str(parsed.copy_with(username=None, password=None)) if parsed.userinfo else url
