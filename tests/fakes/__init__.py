@@ -1,0 +1,1 @@
+"""Fakes of outside services (LLM endpoints) that tests run for real on loopback."""
