@@ -1,0 +1,150 @@
+"""One indexer per vault: the first to take the lock indexes, a dead holder frees it at once."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from vault_brain.config import load_settings
+from vault_brain.errors import Unavailable
+from vault_brain.lock import IndexerLock, indexer_alive, indexer_lock_path
+
+
+def settings_for(vault: Path, **index: str):
+    return load_settings(vault=str(vault), env={}, overrides={"index": index})
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from vault_brain.lock import IndexerLock
+    lock = IndexerLock(Path(sys.argv[1]))
+    assert lock.try_acquire()
+    print("held", flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def start_holder(path: Path) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_lock_lives_in_the_vault_index_folder_by_default(tmp_path):
+    settings = settings_for(tmp_path)
+    assert indexer_lock_path(settings) == tmp_path.resolve() / ".vault-brain" / "indexer.lock"
+
+
+def test_lock_follows_an_index_kept_outside_the_vault(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    settings = settings_for(vault, path=str(tmp_path / "elsewhere" / "index.db"))
+    assert indexer_lock_path(settings) == (tmp_path / "elsewhere" / "indexer.lock").resolve()
+
+
+def test_first_taker_holds_the_lock_and_a_second_is_refused(tmp_path):
+    path = tmp_path / ".vault-brain" / "indexer.lock"
+    first, second = IndexerLock(path), IndexerLock(path)
+    assert first.try_acquire()
+    assert not second.try_acquire()
+    assert first.held and not second.held
+    first.release()
+
+
+def test_taking_a_held_lock_again_is_a_no_op(tmp_path):
+    lock = IndexerLock(tmp_path / "indexer.lock")
+    assert lock.try_acquire()
+    assert lock.try_acquire()
+    lock.release()
+    assert not lock.held
+
+
+def test_released_lock_is_free_for_the_next_process(tmp_path):
+    path = tmp_path / "indexer.lock"
+    first, second = IndexerLock(path), IndexerLock(path)
+    first.try_acquire()
+    first.release()
+    assert second.try_acquire()
+    second.release()
+
+
+def test_lock_taken_in_one_thread_is_released_from_another(tmp_path):
+    path = tmp_path / "indexer.lock"
+    lock = IndexerLock(path)
+    taker = threading.Thread(target=lock.try_acquire)
+    taker.start()
+    taker.join()
+    assert lock.held
+    lock.release()
+    assert IndexerLock(path).try_acquire()
+
+
+def test_lock_held_by_another_process_is_refused(tmp_path):
+    path = tmp_path / "indexer.lock"
+    holder = start_holder(path)
+    try:
+        assert not IndexerLock(path).try_acquire()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_lock_of_a_killed_holder_is_taken_over_at_once(tmp_path):
+    path = tmp_path / "indexer.lock"
+    holder = start_holder(path)
+    holder.kill()  # SIGKILL: no cleanup code runs, the kernel drops the flock
+    holder.wait()
+    lock = IndexerLock(path)
+    deadline = time.monotonic() + 2
+    while not lock.try_acquire():
+        assert time.monotonic() < deadline, "lock not freed after its holder was killed"
+        time.sleep(0.05)
+    lock.release()
+
+
+def test_indexer_alive_is_false_without_a_lock_file(tmp_path):
+    assert not indexer_alive(settings_for(tmp_path))
+
+
+def test_indexer_alive_sees_a_holder_in_another_process(tmp_path):
+    settings = settings_for(tmp_path)
+    holder = start_holder(indexer_lock_path(settings))
+    try:
+        assert indexer_alive(settings)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not indexer_alive(settings)
+
+
+def test_indexer_alive_probe_does_not_keep_the_lock(tmp_path):
+    settings = settings_for(tmp_path)
+    path = indexer_lock_path(settings)
+    with IndexerLock(path) as earlier:
+        earlier.try_acquire()  # leaves the lock file behind after release
+    assert not indexer_alive(settings)
+    lock = IndexerLock(path)
+    assert lock.try_acquire()
+    lock.release()
+
+
+def test_lock_that_cannot_be_created_raises_unavailable(tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    with pytest.raises(Unavailable):
+        IndexerLock(blocker / "indexer.lock").try_acquire()

@@ -1,0 +1,101 @@
+"""One indexer per vault: an OS file lock in the index folder.
+
+Several processes may open one vault (a stdio server per client window plus a watcher).
+The first to take `<index dir>/indexer.lock` writes the index; the others only read. The
+lock is an flock (LockFileEx on Windows) held through an open descriptor, so the kernel
+drops it the moment the holder dies, even on kill -9: a waiting process takes over on its
+next try, with no stale lock file to clean up.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import filelock
+
+from vault_brain import log
+from vault_brain.config import Settings
+from vault_brain.errors import Unavailable
+
+LOCK_NAME = "indexer.lock"
+
+
+def indexer_lock_path(settings: Settings) -> Path:
+    """The lock lives next to the index it guards (default <vault>/.vault-brain/)."""
+    return settings.index_path.parent / LOCK_NAME
+
+
+class IndexerLock:
+    """A non-blocking, process-wide hold on the indexer role.
+
+    Not thread-local: the thread that takes the lock need not be the one that gives it up
+    (a reader thread may promote itself; the server's shutdown releases).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._guard = threading.Lock()
+        self._lock = filelock.FileLock(
+            str(self.path),
+            thread_local=False,
+            blocking=False,
+            # Keeping the file avoids the unlink-while-another-waits race of deleting it.
+            preserve_lock_file=True,
+        )
+
+    @property
+    def held(self) -> bool:
+        return self._lock.is_locked
+
+    def try_acquire(self) -> bool:
+        """Take the lock if it is free; True when this process now holds it."""
+        with self._guard:
+            if self._lock.is_locked:
+                return True
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._lock.acquire(blocking=False)
+            except filelock.Timeout:
+                return False
+            except OSError as exc:
+                raise Unavailable(f"cannot open the indexer lock {self.path}: {exc}") from exc
+            log.event("indexer_lock_acquired", path=str(self.path), pid=os.getpid())
+            return True
+
+    def release(self) -> None:
+        with self._guard:
+            if not self._lock.is_locked:
+                return
+            self._lock.release(force=True)
+            log.event("indexer_lock_released", path=str(self.path), pid=os.getpid())
+
+    def __enter__(self) -> IndexerLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def indexer_alive(settings: Settings) -> bool:
+    """True when some process (maybe this one) holds the indexer lock.
+
+    Readers use it to decide whether to sync before a search themselves. The probe takes
+    and drops the lock at once; a would-be indexer that loses that instant race simply
+    retries on its next attempt.
+    """
+    path = indexer_lock_path(settings)
+    if not path.exists():
+        return False
+    probe = filelock.FileLock(
+        str(path), thread_local=False, blocking=False, preserve_lock_file=True
+    )
+    try:
+        probe.acquire(blocking=False)
+    except filelock.Timeout:
+        return True
+    except OSError:
+        return False
+    probe.release(force=True)
+    return False
