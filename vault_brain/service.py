@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
+
 from vault_brain import log
 from vault_brain.config import Settings
 from vault_brain.embed import Embedder, make_embedder
@@ -316,6 +318,8 @@ class Brain:
             vector = self.embedder.embed([query])[0]
         except (Unavailable, OSError, ValueError, RuntimeError) as exc:
             return [], f"embedding failed: {exc}"[:200]
+        if not np.any(vector):
+            return [], None  # the model knows none of the query's words (another script)
         hits = collapse(store.search_vectors(conn, vector, filters, depth * 3))
         return hits, None
 

@@ -534,4 +534,5 @@ def search_vectors(
                 WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance""",
             (blob, k),
         )
-    return [ChunkHit(r[0], r[1], 1.0 - r[2]) for r in rows]
+    # A zero vector (text the model has no tokens for) has no cosine: it is simply no match.
+    return [ChunkHit(r[0], r[1], 1.0 - r[2]) for r in rows if r[2] is not None]

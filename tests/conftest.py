@@ -1,0 +1,85 @@
+"""Fixtures that build real things: a vault of real files, settings, a Brain over them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from vault_brain.config import Settings, load_settings
+from vault_brain.service import Brain
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("VAULT_BRAIN_SHARED", REPO.parent / "shared"))
+
+
+def shared_path(*parts: str) -> Path:
+    """A file under ../shared, or skip the test with the reason."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"needs {path} (the team's shared corpora/models); not present here")
+    return path
+
+
+class Vault:
+    """A temp vault: write notes by relative path, read them back."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def write(self, rel: str, text: str | bytes) -> Path:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text, encoding="utf-8")
+        return path
+
+    def read(self, rel: str) -> str:
+        return (self.root / rel).read_text(encoding="utf-8")
+
+    def remove(self, rel: str) -> None:
+        (self.root / rel).unlink()
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Vault:
+    root = tmp_path / "vault"
+    root.mkdir()
+    return Vault(root)
+
+
+@pytest.fixture
+def make_settings(vault: Vault) -> Callable[..., Settings]:
+    def make(**sections: dict) -> Settings:
+        sections.setdefault("embed", {"provider": "none"})
+        return load_settings(vault=str(vault.root), env={}, overrides=sections)
+
+    return make
+
+
+@pytest.fixture
+def make_brain(make_settings: Callable[..., Settings]) -> Iterator[Callable[..., Brain]]:
+    """Brains over the vault; each is synced once and closed after the test."""
+    brains: list[Brain] = []
+
+    def make(sync: bool = True, **sections: dict) -> Brain:
+        brain = Brain(make_settings(**sections))
+        brains.append(brain)
+        if sync:
+            brain.sync()
+            brain.embed_pending()
+        return brain
+
+    yield make
+    for b in brains:
+        b.close()
+
+
+@pytest.fixture
+def brain(make_brain: Callable[..., Brain]) -> Brain:
+    """A full-text-only brain (fast); tests of vectors ask make_brain for the local model."""
+    return make_brain()

@@ -1,0 +1,132 @@
+"""Search: full text, vectors, fusion, filters, languages, degradation."""
+
+from __future__ import annotations
+
+import pytest
+
+from vault_brain.errors import InvalidInput
+from vault_brain.index.search import NoteHit, fuse_convex, fuse_rrf, make_snippet
+
+NOTES = {
+    "How-to/Deploy.md": "---\ntags: [ops]\n---\n# Deploy to production\n\n"
+    "Run the pipeline, wait for the canary, then promote the release to production.\n",
+    "How-to/Backup.md": "# Postgres backup\n\nWe take nightly base backups with pgBackRest "
+    "and keep WAL archives for point-in-time recovery. #ops/db\n",
+    "Cooking/番茄炒蛋.md": "# 番茄炒蛋\n\n番茄炒蛋是一道家常菜。先把鸡蛋炒熟，再放番茄。\n",
+    "Meetings/Ретро.md": "# Ретроспектива спринта\n\nОбсудили ретроспективу и планирование релиза.\n",
+    "Daily/2026-11-23.md": "Worked on the deploy script and the canary dashboard.\n",
+}
+
+
+@pytest.fixture
+def filled(vault, make_brain):
+    for rel, text in NOTES.items():
+        vault.write(rel, text)
+    return make_brain()
+
+
+def test_question_finds_note_without_every_word_matching(filled):
+    result = filled.search("how do we deploy our service to production?", mode="fts")
+    assert result.hits[0].path == "How-to/Deploy.md"
+
+
+def test_stemming_matches_word_forms(filled):
+    assert filled.search("backups recovering", mode="fts").hits[0].path == "How-to/Backup.md"
+
+
+def test_chinese_text_is_found_by_a_chinese_query(filled):
+    hits = filled.search("怎么做番茄炒蛋", mode="fts").hits
+    assert hits and hits[0].path == "Cooking/番茄炒蛋.md"
+
+
+def test_russian_text_is_found(filled):
+    hits = filled.search("ретроспектива", mode="fts").hits
+    assert hits and hits[0].path == "Meetings/Ретро.md"
+
+
+def test_tag_filter_includes_nested_tags(filled):
+    paths = {h.path for h in filled.search("backup deploy", mode="fts", tags=["ops"]).hits}
+    assert paths == {"How-to/Deploy.md", "How-to/Backup.md"}
+
+
+def test_folder_filter(filled):
+    paths = {h.path for h in filled.search("deploy canary", mode="fts", folder="Daily").hits}
+    assert paths == {"Daily/2026-11-23.md"}
+
+
+def test_date_filter_uses_updated_or_mtime(filled):
+    assert filled.search("deploy", mode="fts", since="2999-01-01T00:00:00Z").hits == []
+    assert filled.search("deploy", mode="fts", until="2999-01-01T00:00:00Z").hits
+
+
+def test_hits_are_compact(filled):
+    hit = filled.search("postgres backup", mode="fts").hits[0]
+    assert hit.id and hit.title == "Postgres backup" and hit.summary
+    assert len(hit.snippet) <= 240
+    assert "pgBackRest" in hit.snippet
+
+
+def test_hybrid_without_embeddings_answers_from_full_text_and_says_degraded(filled):
+    result = filled.search("postgres backup")
+    assert result.degraded
+    assert result.hits[0].path == "How-to/Backup.md"
+
+
+def test_punctuation_only_query_returns_nothing_not_an_error(filled):
+    assert filled.search("?!*", mode="fts").hits == []
+
+
+def test_empty_query_is_invalid_input(filled):
+    with pytest.raises(InvalidInput):
+        filled.search("   ")
+
+
+def test_vector_search_finds_paraphrase(vault, make_brain):
+    for rel, text in NOTES.items():
+        vault.write(rel, text)
+    brain = make_brain(embed={"provider": "local"})
+    assert brain.status().vectors > 0
+    result = brain.search("restore the database from an archive", mode="vector")
+    assert not result.degraded
+    assert result.hits[0].path == "How-to/Backup.md"
+    hybrid = brain.search("postgres backup")
+    assert not hybrid.degraded and hybrid.hits[0].path == "How-to/Backup.md"
+
+
+def test_changing_the_embedding_model_never_mixes_vectors(vault, make_brain, tmp_path):
+    vault.write("a.md", NOTES["How-to/Backup.md"])
+    brain = make_brain(embed={"provider": "local"})
+    assert brain.status().vectors == 1
+    # A different embedder identity on the same index: vectors are rebuilt, never mixed.
+    other = make_brain(sync=False, embed={"provider": "none"})
+    assert other.search("backup").degraded
+    assert other.status().vectors == 0
+
+
+def _hits(*pairs):
+    return [NoteHit(n, n * 10, s) for n, s in pairs]
+
+
+def test_convex_fusion_keeps_a_strong_full_text_winner():
+    fts = _hits((1, 9.0), (2, 3.0), (3, 1.0))
+    vec = _hits((3, 0.50), (2, 0.49), (1, 0.48))
+    assert fuse_convex(fts, vec, 0.3)[0].note_rowid == 1
+
+
+def test_convex_fusion_promotes_a_note_both_arms_agree_on():
+    fts = _hits((1, 5.0), (2, 4.9), (3, 1.0))
+    vec = _hits((2, 0.9), (3, 0.5), (1, 0.1))
+    assert fuse_convex(fts, vec, 0.3)[0].note_rowid == 2
+
+
+def test_rrf_with_equal_weights_is_classic_rrf():
+    fts = _hits((1, 9.0), (2, 3.0))
+    vec = _hits((2, 0.9), (1, 0.1))
+    fused = fuse_rrf(fts, vec, k=60, vector_weight=0.5)
+    assert fused[0].score == pytest.approx(1 / 61 + 1 / 62)
+
+
+def test_snippet_centres_on_the_query_term():
+    text = "intro " * 100 + "the pgBackRest retention policy keeps 14 days " + "tail " * 100
+    snippet = make_snippet(text, ["pgbackrest"], 240)
+    assert "pgBackRest" in snippet and len(snippet) <= 240

@@ -1,0 +1,325 @@
+"""The `vault-brain` command line. It calls service.Brain only (and the server/watcher
+entry points that wrap a Brain). Exit codes: 0 ok, 1 runtime error, 2 usage or config."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from vault_brain import __version__, log
+from vault_brain.config import CONFIG_NAME, INDEX_DIR, Settings, load_settings
+from vault_brain.errors import ConfigError, NotFound, VaultBrainError
+
+app = typer.Typer(
+    name="vault-brain",
+    help="A second brain for LLMs in a folder of Markdown notes: index, search, watch, serve.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+VaultOpt = Annotated[
+    str | None,
+    typer.Option("--vault", "-v", help="The vault folder [env: VAULT_BRAIN_VAULT].",
+                 show_default=False),
+]
+ConfigOpt = Annotated[
+    str | None,
+    typer.Option("--config", "-c", help="A config.toml (default: <vault>/.vault-brain/config.toml) "
+                 "[env: VAULT_BRAIN_CONFIG].", show_default=False),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def _fail(message: str, code: int) -> typer.Exit:
+    typer.echo(f"vault-brain: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _settings(vault: str | None, config: str | None, **overrides: dict[str, Any]) -> Settings:
+    try:
+        return load_settings(vault=vault, config_file=config, overrides=overrides)
+    except ConfigError as exc:
+        raise _fail(exc.message, 2) from None
+
+
+@contextmanager
+def _brain(settings: Settings, *, indexer: bool = True):
+    from vault_brain.service import Brain
+
+    try:
+        brain = Brain(settings, indexer=indexer)
+    except VaultBrainError as exc:
+        raise _fail(exc.message, 2 if isinstance(exc, ConfigError) else 1) from None
+    try:
+        yield brain
+    except ConfigError as exc:
+        raise _fail(exc.message, 2) from None
+    except VaultBrainError as exc:
+        raise _fail(f"{exc.code}: {exc.message}", 1) from None
+    finally:
+        brain.close()
+
+
+def _progress_bar(label: str):
+    """A rich progress bar on a terminal (notes/s, ETA); nothing when not a TTY."""
+    if not sys.stderr.isatty():
+        return None
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+    from rich.console import Console
+
+    progress = Progress(
+        TextColumn(label), BarColumn(), MofNCompleteColumn(), TransferSpeedColumn(),
+        TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+    )
+    return progress
+
+
+def _run_with_progress(label: str, work) -> Any:
+    bar = _progress_bar(label)
+    if bar is None:
+        return work(None)
+    with bar:
+        task = bar.add_task(label, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        return work(update)
+
+
+def _dump(obj: Any) -> None:
+    typer.echo(json.dumps(obj, ensure_ascii=False, indent=2, default=str))
+
+
+@app.command()
+def init(vault: VaultOpt = None, config: ConfigOpt = None) -> None:
+    """Create the index folder and a config.toml in the vault, then build the index."""
+    settings = _settings(vault, config)
+    folder = settings.vault_path / INDEX_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / CONFIG_NAME
+    if not target.exists():
+        target.write_text(
+            "# vault-brain settings for this vault. Every key, with its default and meaning,\n"
+            "# is documented in config.toml at the root of the vault-brain repository.\n"
+            "# Environment variables VAULT_BRAIN_<SECTION>_<KEY> override these.\n\n"
+            '[embed]\nprovider = "local"   # local | ollama | openai | none\n\n'
+            '[search]\nmode = "hybrid"       # hybrid | fts | vector\n',
+            encoding="utf-8",
+        )
+        typer.echo(f"wrote {target}")
+    index(vault=str(settings.vault_path), config=config, full=False, json_out=False)
+
+
+@app.command()
+def index(
+    vault: VaultOpt = None,
+    config: ConfigOpt = None,
+    full: Annotated[bool, typer.Option("--full", help="Re-parse every note, changed or not.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Bring the index in step with the vault (incremental; --full rebuilds every note)."""
+    settings = _settings(vault, config)
+    log.set_quiet(True)
+    with _brain(settings) as brain:
+        report = _run_with_progress("indexing", lambda cb: brain.sync(full=full, progress=cb))
+        pending = brain.status().pending_vectors
+        vectors = 0
+        if pending:
+            vectors = _run_with_progress("embedding", lambda cb: _embed_all(brain, pending, cb))
+        status = brain.status()
+    result = {**dataclasses.asdict(report), "vectors_written": vectors,
+              "pending_vectors": status.pending_vectors, "last_error": status.last_error}
+    result.pop("changed_paths", None)
+    if json_out:
+        _dump(result)
+        return
+    typer.echo(
+        f"{report.scanned} notes scanned: {report.added} added, {report.updated} updated, "
+        f"{report.removed} removed, {report.skipped} skipped ({report.ms / 1000:.1f} s); "
+        f"{vectors} vectors written"
+        + (f", {status.pending_vectors} pending" if status.pending_vectors else "")
+    )
+    if status.last_error:
+        typer.echo(f"embedding: {status.last_error} (full-text search still works)", err=True)
+
+
+def _embed_all(brain: Any, total: int, progress) -> int:
+    done = 0
+    while True:
+        n = brain.embed_pending(limit=1024)
+        if n == 0:
+            return done
+        done += n
+        if progress:
+            progress(min(done, total), total)
+
+
+app.command("reindex", help="Alias of `index`.")(index)
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for, in plain words.")],
+    vault: VaultOpt = None,
+    config: ConfigOpt = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=100)] = 8,
+    mode: Annotated[str | None, typer.Option(help="hybrid | fts | vector")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Only notes with this tag (repeat for several).")] = None,
+    folder: Annotated[str | None, typer.Option(help="Only notes in this folder.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Search the vault (syncs first when no watcher is keeping the index fresh)."""
+    if mode is not None and mode not in ("hybrid", "fts", "vector"):
+        raise _fail(f"--mode must be hybrid, fts or vector, not {mode!r}", 2)
+    settings = _settings(vault, config)
+    log.set_quiet(True)
+    from vault_brain.lock import IndexerLock, indexer_lock_path
+
+    lock = IndexerLock(indexer_lock_path(settings))
+    indexer = lock.try_acquire()
+    try:
+        with _brain(settings, indexer=indexer) as brain:
+            if indexer:
+                brain.sync()
+                if brain.status().pending_vectors:
+                    brain.embed_pending()
+            result = brain.search(query, limit=limit, mode=mode, tags=tag or (), folder=folder)
+    finally:
+        lock.release()
+    if json_out:
+        _dump({"results": [dataclasses.asdict(h) for h in result.hits], "mode": result.mode,
+               "degraded": result.degraded})
+        return
+    if result.degraded:
+        typer.echo(f"(full text only: {result.reason})", err=True)
+    if not result.hits:
+        typer.echo("no matches")
+        return
+    for i, hit in enumerate(result.hits, 1):
+        typer.echo(f"{i}. {hit.title}  [{hit.path}]  id={hit.id}  score={hit.score:.3f}")
+        if hit.snippet:
+            typer.echo(f"   {hit.snippet}")
+
+
+@app.command()
+def get(
+    ref: Annotated[str, typer.Argument(metavar="ID_OR_PATH", help="A note id or vault-relative path.")],
+    vault: VaultOpt = None,
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show one note in full, with its version, tags, links and backlinks."""
+    settings = _settings(vault, config)
+    log.set_quiet(True)
+    with _brain(settings, indexer=False) as brain:
+        try:
+            view = brain.get(ref)
+        except NotFound as exc:
+            raise _fail(exc.message, 1) from None
+    if json_out:
+        _dump(dataclasses.asdict(view))
+        return
+    typer.echo(f"# {view.title}")
+    typer.echo(f"id: {view.id}  path: {view.path}  version: {view.version}")
+    if view.tags:
+        typer.echo("tags: " + ", ".join(view.tags))
+    if view.summary:
+        typer.echo(f"summary: {view.summary}")
+    typer.echo("")
+    typer.echo(view.content)
+    if view.links_out:
+        typer.echo("links: " + ", ".join(r.title for r in view.links_out))
+    if view.backlinks:
+        typer.echo("backlinks: " + ", ".join(r.title for r in view.backlinks))
+
+
+@app.command()
+def status(vault: VaultOpt = None, config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
+    """Counts, pending work, the embedding model and the index size."""
+    settings = _settings(vault, config)
+    log.set_quiet(True)
+    with _brain(settings, indexer=False) as brain:
+        st = brain.status()
+    if json_out:
+        _dump(dataclasses.asdict(st))
+        return
+    for key, value in dataclasses.asdict(st).items():
+        typer.echo(f"{key:>18}: {value}")
+
+
+@app.command()
+def watch(
+    vault: VaultOpt = None,
+    config: ConfigOpt = None,
+    poll: Annotated[bool, typer.Option("--poll", help="Poll instead of native events (network drives, WSL).")] = False,
+    debounce: Annotated[int | None, typer.Option("--debounce", metavar="MS", help="Quiet time per path before syncing.")] = None,
+) -> None:
+    """Keep the index in step with the vault until Ctrl-C (JSON log lines on stderr)."""
+    overrides: dict[str, Any] = {"poll": poll or None, "debounce_ms": debounce}
+    settings = _settings(vault, config, watch={k: v for k, v in overrides.items() if v is not None})
+    from vault_brain.watch import run_watch
+
+    with _brain(settings, indexer=False) as brain:
+        code = run_watch(brain, settings)
+    raise typer.Exit(code or 0)
+
+
+@app.command()
+def serve(
+    vault: VaultOpt = None,
+    config: ConfigOpt = None,
+    stdio: Annotated[bool, typer.Option("--stdio", help="MCP over stdin/stdout (Claude Desktop, Claude Code, Cursor).")] = False,
+    http: Annotated[bool, typer.Option("--http", help="MCP Streamable HTTP at /mcp (Open WebUI, shared servers).")] = False,
+    host: Annotated[str | None, typer.Option(help="HTTP bind address [default: 127.0.0.1].")] = None,
+    port: Annotated[int | None, typer.Option(help="HTTP port [default: 8080].")] = None,
+) -> None:
+    """Serve the six memory tools over MCP (and keep the index in step with the vault)."""
+    if stdio == http:
+        raise _fail("choose one of --stdio or --http", 2)
+    server = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
+    settings = _settings(vault, config, server=server)
+    from vault_brain import server as mcp_server
+
+    try:
+        if stdio:
+            mcp_server.run_stdio(settings)
+        else:
+            mcp_server.run_http(settings)
+    except ConfigError as exc:
+        raise _fail(exc.message, 2) from None
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+) -> None:
+    if version:
+        typer.echo(f"vault-brain {__version__}")
+        raise typer.Exit(0)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()
