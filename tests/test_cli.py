@@ -1,0 +1,144 @@
+"""The CLI end to end, as a user runs it: a real subprocess, real files, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_BRAIN_")}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "vault_brain", *args],
+        capture_output=True, text=True, env=full_env, cwd=cwd, timeout=120,
+    )
+
+
+@pytest.fixture
+def small_vault(vault):
+    vault.write("How-to/Deploy.md", "# Deploy to production\n\nRun the pipeline and promote the canary.\n")
+    vault.write("Notes/Tea.md", "---\nid: tea00001\ntags: [drinks]\n---\n# Green tea\n\nSteep at 80 degrees. See [[Deploy]].\n")
+    return vault
+
+
+def test_index_then_search_json(small_vault):
+    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+    r = run("index", "--vault", str(small_vault.root), "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["added"] == 2
+    r = run("search", "how do I deploy", "--vault", str(small_vault.root), "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["mode"] == "hybrid" and out["degraded"] is True
+    first = out["results"][0]
+    assert set(first) == {"id", "title", "path", "summary", "snippet", "score", "updated"}
+    assert first["path"] == "How-to/Deploy.md"
+
+
+def test_search_without_prior_index_syncs_first(small_vault):
+    r = run("search", "green tea", "--vault", str(small_vault.root), "--mode", "fts", "--json",
+            env={"VAULT_BRAIN_EMBED_PROVIDER": "none"})
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["results"][0]["id"] == "tea00001"
+
+
+def test_search_sees_an_edit_made_after_indexing(small_vault):
+    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+    run("index", "--vault", str(small_vault.root), env=env)
+    small_vault.write("New.md", "# Fresh\n\nAn okapi appeared.\n")
+    r = run("search", "okapi", "--vault", str(small_vault.root), "--json", env=env)
+    assert json.loads(r.stdout)["results"][0]["path"] == "New.md"
+
+
+def test_local_embeddings_make_hybrid_not_degraded(small_vault):
+    r = run("index", "--vault", str(small_vault.root), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["vectors_written"] >= 2
+    r = run("search", "steeping tea temperature", "--vault", str(small_vault.root), "--json")
+    out = json.loads(r.stdout)
+    assert out["degraded"] is False and out["results"][0]["id"] == "tea00001"
+
+
+def test_get_json_has_version_links_and_backlinks(small_vault):
+    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+    run("index", "--vault", str(small_vault.root), env=env)
+    r = run("get", "Notes/Tea.md", "--vault", str(small_vault.root), "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    note = json.loads(r.stdout)
+    assert note["id"] == "tea00001" and len(note["version"]) == 12
+    assert note["links_out"][0]["title"] == "Deploy to production"
+    r = run("get", note["links_out"][0]["id"], "--vault", str(small_vault.root), "--json", env=env)
+    assert json.loads(r.stdout)["backlinks"][0]["id"] == "tea00001"
+
+
+def test_get_unknown_note_exits_1(small_vault):
+    r = run("get", "nope", "--vault", str(small_vault.root), env={"VAULT_BRAIN_EMBED_PROVIDER": "none"})
+    assert r.returncode == 1
+    assert "nope" in r.stderr
+
+
+def test_status_json(small_vault):
+    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+    run("index", "--vault", str(small_vault.root), env=env)
+    r = run("status", "--vault", str(small_vault.root), "--json", env=env)
+    st = json.loads(r.stdout)
+    assert st["notes"] == 2 and st["chunks"] >= 2 and st["index_bytes"] > 0
+    assert {"vectors", "pending_vectors", "embedding"} <= set(st)
+
+
+def test_invalid_config_reports_every_problem_and_exits_2(small_vault, tmp_path):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text('[search]\nmode = "telepathy"\nlimit = -1\n[embed]\nbatch_size = "many"\n')
+    r = run("search", "x", "--vault", str(small_vault.root), "--config", str(cfg))
+    assert r.returncode == 2
+    for key in ("search.mode", "search.limit", "embed.batch_size"):
+        assert key in r.stderr
+
+
+def test_missing_vault_exits_2(tmp_path):
+    r = run("index", "--vault", str(tmp_path / "nowhere"))
+    assert r.returncode == 2
+    assert "not a folder" in r.stderr
+
+
+def test_bad_mode_flag_exits_2(small_vault):
+    r = run("search", "x", "--vault", str(small_vault.root), "--mode", "psychic")
+    assert r.returncode == 2
+
+
+def test_vault_from_environment(small_vault):
+    r = run("index", "--json", env={"VAULT_BRAIN_VAULT": str(small_vault.root),
+                                    "VAULT_BRAIN_EMBED_PROVIDER": "none"})
+    assert r.returncode == 0, r.stderr
+
+
+def test_help_lists_every_command():
+    r = run("--help")
+    for cmd in ("init", "index", "reindex", "search", "get", "status", "watch", "serve"):
+        assert cmd in r.stdout
+
+
+def test_init_writes_config_and_indexes(small_vault):
+    r = run("init", "--vault", str(small_vault.root), env={"VAULT_BRAIN_EMBED_PROVIDER": "none"})
+    assert r.returncode == 0, r.stderr
+    assert (small_vault.root / ".vault-brain" / "config.toml").is_file()
+    assert (small_vault.root / ".vault-brain" / "index.db").is_file()
+
+
+def test_readme_run_command_works_on_the_sample_vault(tmp_path):
+    import shutil
+
+    vault = tmp_path / "sample_vault"
+    shutil.copytree(REPO / "sample_vault", vault, ignore=shutil.ignore_patterns(".vault-brain"))
+    r = run("index", "--vault", str(vault))
+    assert r.returncode == 0, r.stderr
+    r = run("search", "how do we deploy to production", "--vault", str(vault), "--json")
+    assert json.loads(r.stdout)["results"][0]["path"] == "How-to/Deploy to production.md"
