@@ -46,9 +46,10 @@ def _default_factory(settings: Settings) -> Brain:
 class BrainHandle:
     """Opens Brain in the background so `initialize` is answered at once on any vault size.
 
-    Tool calls wait (in a worker thread) until it is open. After opening, one catch-up sync
-    runs in the same background thread so a vault that changed while no server ran is
-    searchable; the tools answer meanwhile from what the index already holds.
+    Tool calls wait (in a worker thread) until it is open. Then `attach(brain)` runs: the CLI
+    passes one that starts the watcher (indexer or reader role) and returns its stop function.
+    Without it, one catch-up `brain.sync()` runs in the background instead, so a vault that
+    changed while no server ran is searchable; tools answer meanwhile from the index.
     """
 
     def __init__(
@@ -56,11 +57,12 @@ class BrainHandle:
         settings: Settings,
         *,
         factory: Callable[[Settings], Brain] | None = None,
-        initial_sync: bool = True,
+        attach: Callable[[Brain], Callable[[], object] | None] | None = None,
     ) -> None:
         self._settings = settings
         self._factory = factory or _default_factory
-        self._initial_sync = initial_sync
+        self._attach = attach
+        self._detach: Callable[[], object] | None = None
         self._brain: Brain | None = None
         self._error: BaseException | None = None
         self._opened = threading.Event()
@@ -83,18 +85,15 @@ class BrainHandle:
         finally:
             self._opened.set()
         log.event("brain_open", ms=round((time.perf_counter() - started) * 1000, 1))
-        if self._initial_sync and not self._closed:
-            try:
-                report = self._brain.sync()
-                log.event(
-                    "initial_sync",
-                    added=report.added,
-                    updated=report.updated,
-                    removed=report.removed,
-                    ms=round(report.ms, 1),
-                )
-            except Exception as exc:  # noqa: BLE001 - tools keep answering from the index
-                log.warn("initial_sync_failed", error=type(exc).__name__, where=_where(exc))
+        if self._closed:
+            return
+        try:
+            if self._attach is not None:
+                self._detach = self._attach(self._brain)
+            else:
+                self._brain.sync()
+        except Exception as exc:  # noqa: BLE001 - tools keep answering from the index
+            log.warn("background_start_failed", error=type(exc).__name__, where=_where(exc))
 
     def get(self, timeout: float = OPEN_WAIT_SECONDS) -> Brain:
         """The open Brain; blocks while it opens. Raises Unavailable when it cannot open."""
@@ -121,6 +120,11 @@ class BrainHandle:
         self._closed = True
         if self._thread is not None:
             self._thread.join(wait)
+        if self._detach is not None:
+            try:
+                self._detach()
+            except Exception as exc:  # noqa: BLE001 - shutting down anyway
+                log.warn("background_stop_failed", error=type(exc).__name__)
         if self._brain is not None:
             try:
                 self._brain.close()

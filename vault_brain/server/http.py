@@ -198,12 +198,12 @@ def run_http(
     settings: Settings,
     *,
     factory: Callable[[Settings], Brain] | None = None,
-    initial_sync: bool = True,
+    attach: Callable[[Brain], Callable[[], object] | None] | None = None,
 ) -> None:
     """Serve MCP over HTTP until interrupted. Blocks. Raises ConfigError on an unsafe bind."""
     check_bind(settings)
     route_library_logs()
-    handle = BrainHandle(settings, factory=factory, initial_sync=initial_sync)
+    handle = BrainHandle(settings, factory=factory, attach=attach)
     log.event(
         "serve",
         transport="http",

@@ -30,11 +30,11 @@ def run_stdio(
     settings: Settings,
     *,
     factory: Callable[[Settings], Brain] | None = None,
-    initial_sync: bool = True,
+    attach: Callable[[Brain], Callable[[], object] | None] | None = None,
 ) -> None:
     """Serve MCP on stdin/stdout until the client closes stdin. Blocks."""
     route_library_logs()
-    handle = BrainHandle(settings, factory=factory, initial_sync=initial_sync)
+    handle = BrainHandle(settings, factory=factory, attach=attach)
     handle.start()
     log.event("serve", transport="stdio", read_only=settings.write.read_only)
     try:

@@ -1,0 +1,167 @@
+"""Real transports for the MCP server tests: a stdio subprocess and uvicorn on a loopback port,
+both driven by the `mcp` client. Tests stay plain synchronous functions: the client lives in
+an anyio blocking portal (its own event loop thread)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from anyio.from_thread import start_blocking_portal
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from vault_brain.config import Settings, load_settings
+from vault_brain.server.app import BrainHandle
+from vault_brain.server.http import make_uvicorn
+
+TOKEN = "test-token-0123456789"
+
+# Fast and offline: no embedding model. Search answers from full text and says `degraded`.
+BASE_ENV = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+
+NOTES = {
+    "How-to/Release checklist.md": (
+        "---\nid: rel00001\ntitle: Release checklist\nsummary: Steps before tagging a release.\n"
+        "tags: [process, release]\n---\n# Release checklist\n\nFreeze the branch, run the "
+        "smoke tests, then tag. See [[Deploy guide]].\n"
+    ),
+    "How-to/Deploy guide.md": (
+        "---\nid: dep00001\ntitle: Deploy guide\n---\n# Deploy guide\n\nCanary first, then the "
+        "whole fleet. Rollback is one command.\n"
+    ),
+    "Projects/Alpha.md": (
+        "# Alpha\n\nProject Alpha ships the billing switch. Follow the [[Release checklist]].\n"
+    ),
+    "Inbox.md": "# Inbox\n\nIdeas about a lighthouse keeper and tidal calendars.\n",
+}
+
+
+def write_vault(root: Path) -> Path:
+    for rel, text in NOTES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+@dataclass(frozen=True)
+class Reply:
+    is_error: bool
+    data: Any
+    text: str
+
+
+class McpClient:
+    """A blocking MCP client session over a real transport."""
+
+    def __init__(self, transport: Any, vault: Path, stderr_path: Path | None = None) -> None:
+        self.vault = vault
+        self.stderr_path = stderr_path
+        self._stack = ExitStack()
+        try:
+            self.portal = self._stack.enter_context(start_blocking_portal())
+            read, write = self._stack.enter_context(
+                self.portal.wrap_async_context_manager(transport)
+            )
+            self.session = self._stack.enter_context(
+                self.portal.wrap_async_context_manager(ClientSession(read, write))
+            )
+            self.initialize_result = self.portal.call(self.session.initialize)
+        except BaseException:
+            self._stack.close()
+            raise
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None) -> Reply:
+        result = self.portal.call(self.session.call_tool, name, arguments or {})
+        text = result.content[0].text
+        return Reply(result.is_error, json.loads(text), text)
+
+    def ok(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
+        reply = self.call(name, arguments)
+        assert not reply.is_error, reply.text
+        return reply.data
+
+    def list_tools(self) -> Any:
+        return self.portal.call(self.session.list_tools)
+
+    def wait_indexed(self, timeout: float = 15.0) -> None:
+        """The server catches up in the background; wait until the seeded notes are listed."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            reply = self.call("memory_list", {"limit": 100})
+            if not reply.is_error and len(reply.data["notes"]) >= len(NOTES):
+                return
+            time.sleep(0.05)
+        raise AssertionError("the server did not index the test vault in time")
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+def stdio_client_for(
+    vault: Path, tmp: Path, env: dict[str, str] | None = None, args: tuple[str, ...] = ()
+) -> McpClient:
+    stderr_path = tmp / f"stderr-{time.monotonic_ns()}.log"
+    errlog = open(stderr_path, "w", encoding="utf-8")  # noqa: SIM115 - kept for the process
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "vault_brain.server", "--stdio", "--vault", str(vault), *args],
+        env={**BASE_ENV, **(env or {})},
+    )
+    try:
+        return McpClient(stdio_client(params, errlog=errlog), vault, stderr_path)
+    finally:
+        errlog.close()
+
+
+@dataclass
+class HttpServer:
+    url: str
+    vault: Path
+    settings: Settings
+    stop: Callable[[], None]
+
+
+def start_http_server(vault: Path, env: dict[str, str] | None = None) -> HttpServer:
+    settings = load_settings(vault=str(vault), env={**BASE_ENV, **(env or {})})
+    handle = BrainHandle(settings)
+    server = make_uvicorn(settings, handle, port=0)
+    thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+
+    def stop() -> None:
+        server.should_exit = True
+        thread.join(10)
+
+    return HttpServer(f"http://127.0.0.1:{port}", vault, settings, stop)
+
+
+def http_client_for(server: HttpServer, token: str | None = TOKEN) -> McpClient:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    http = httpx2.AsyncClient(headers=headers, timeout=30)
+    return McpClient(streamable_http_client(server.url + "/mcp", http_client=http), server.vault)
+
+
+def files_under(root: Path) -> set[str]:
+    """Every file below root, vault-relative, leaving out the index folder."""
+    return {
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and ".vault-brain" not in p.relative_to(root).parts
+    }
