@@ -1,0 +1,198 @@
+"""Obsidian syntax in a note body: wikilinks, embeds and inline #tags, never inside code.
+
+Everything here works on a "masked" copy of the body in which fenced code blocks and
+inline code spans are blanked out (same length, newlines kept), so C++ attributes such as
+`[[nodiscard]]` in code are never read as links and offsets still line up with the text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Link:
+    target: str  # note name or path as written, without .md, e.g. "Folder/Note"
+    heading: str | None  # [[a#h]]
+    alias: str | None  # [[a|b]]
+    embed: bool  # ![[...]]
+
+
+# A fence opens a code block: ``` or ~~~ (3 or more). Any indentation and blockquote
+# markers are accepted, so fences nested in list items and callouts count as code too.
+_FENCE_OPEN = re.compile(r"^[ \t]*(?:>[ \t]?)*[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_FENCE_CLOSE = re.compile(r"^[ \t]*(?:>[ \t]?)*[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*$")
+_BACKTICKS = re.compile(r"`+")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_WIKILINK = re.compile(r"(?P<bang>!?)\[\[(?P<inner>[^\[\]\n]+?)\]\]")
+_TAG_START = re.compile(r"(?<!\S)#(?P<run>[^\s#]+)")
+_TAG_PUNCT = frozenset("_-/")
+_ZWJ = "\u200d"
+
+
+def fenced_lines(lines: list[str]) -> list[bool]:
+    """Per line: True when it belongs to a fenced code block (fence lines included).
+
+    An unclosed fence runs to the end of the text, as in CommonMark.
+    """
+    flags = [False] * len(lines)
+    fence_char = ""
+    fence_len = 0
+    for i, line in enumerate(lines):
+        if fence_char:
+            flags[i] = True
+            close = _FENCE_CLOSE.match(line)
+            if close and close.group("fence")[0] == fence_char:
+                if len(close.group("fence")) >= fence_len:
+                    fence_char = ""
+            continue
+        m = _FENCE_OPEN.match(line)
+        if m is None:
+            continue
+        fence = m.group("fence")
+        if fence[0] == "`" and "`" in m.group("info"):
+            continue  # ```code``` on one line is an inline span, not a fence
+        fence_char, fence_len = fence[0], len(fence)
+        flags[i] = True
+    return flags
+
+
+def mask_code(text: str) -> str:
+    """Blank out fenced code blocks and inline code spans, keeping length and newlines."""
+    lines = text.split("\n")
+    flags = fenced_lines(lines)
+    if any(flags):
+        lines = [
+            " " * len(line) if fenced else line for line, fenced in zip(lines, flags, strict=True)
+        ]
+        text = "\n".join(lines)
+    if "`" not in text:
+        return text
+    return _mask_code_spans(text)
+
+
+def _mask_code_spans(text: str) -> str:
+    """CommonMark code spans: a run of n backticks closes at the next run of exactly n."""
+    out = list(text)
+    pos = 0
+    while True:
+        opener = _BACKTICKS.search(text, pos)
+        if opener is None:
+            break
+        start, end = opener.span()
+        if _escaped(text, start):
+            pos = start + 1  # "\`" is a literal backtick; the rest of the run may still open
+            continue
+        width = end - start
+        blank = _BLANK_LINE.search(text, end)
+        limit = blank.start() if blank else len(text)
+        closer = None
+        for candidate in _BACKTICKS.finditer(text, end, limit):
+            if candidate.end() - candidate.start() == width:
+                closer = candidate
+                break
+        if closer is None:
+            pos = end  # no matching run: these backticks are literal
+            continue
+        for i in range(start, closer.end()):
+            if out[i] != "\n":
+                out[i] = " "
+        pos = closer.end()
+    return "".join(out)
+
+
+def _escaped(text: str, index: int) -> bool:
+    """True when the character at index is preceded by an odd number of backslashes."""
+    count = 0
+    i = index - 1
+    while i >= 0 and text[i] == "\\":
+        count += 1
+        i -= 1
+    return count % 2 == 1
+
+
+def extract_links(text: str, masked: str | None = None) -> tuple[Link, ...]:
+    """Wikilinks and embeds in order of first appearance, each distinct link once.
+
+    Same-note links ([[#heading]]) are skipped; escaped \\[[ is not a link.
+    """
+    if masked is None:
+        masked = mask_code(text)
+    if "[[" not in masked:
+        return ()
+    seen: set[Link] = set()
+    links: list[Link] = []
+    for m in _WIKILINK.finditer(masked):
+        embed = bool(m.group("bang"))
+        bracket = m.start("inner") - 2
+        if _escaped(masked, bracket):
+            continue
+        if embed and _escaped(masked, m.start()):
+            embed = False  # "\![[x]]" shows a literal "!" before an ordinary link
+        link = _parse_inner(m.group("inner"), embed)
+        if link is None or link in seen:
+            continue
+        seen.add(link)
+        links.append(link)
+    return tuple(links)
+
+
+def _parse_inner(inner: str, embed: bool) -> Link | None:
+    alias: str | None = None
+    if "|" in inner:
+        inner, alias_text = inner.split("|", 1)
+        if inner.endswith("\\"):
+            inner = inner[:-1]  # [[a\|b]] is how Obsidian writes an alias inside a table
+        alias = alias_text.strip() or None
+    heading: str | None = None
+    if "#" in inner:
+        inner, heading_text = inner.split("#", 1)
+        heading = heading_text.strip() or None
+    target = inner.strip()
+    if target.lower().endswith(".md"):
+        target = target[:-3].rstrip()
+    if not target:
+        return None  # [[#heading]] points into the same note
+    return Link(target=target, heading=heading, alias=alias, embed=embed)
+
+
+def extract_tags(text: str, masked: str | None = None) -> tuple[str, ...]:
+    """Inline #tags by Obsidian's rules, lowercased, without '#', unique, sorted.
+
+    A tag starts at '#' after whitespace or line start (so URL fragments, headings
+    '# x' and [[note#heading]] are not tags) and has at least one non-digit.
+    """
+    if masked is None:
+        masked = mask_code(text)
+    if "#" not in masked:
+        return ()
+    tags: set[str] = set()
+    for m in _TAG_START.finditer(masked):
+        tag = normalize_tag(m.group("run"))
+        if tag:
+            tags.add(tag)
+    return tuple(sorted(tags))
+
+
+def normalize_tag(raw: str) -> str | None:
+    """The tag named by raw (leading '#' allowed), cut at the first non-tag character."""
+    raw = unicodedata.normalize("NFC", raw.strip().lstrip("#"))
+    end = 0
+    for ch in raw:
+        if not _is_tag_char(ch):
+            break
+        end += 1
+    tag = raw[:end].rstrip("/").lower()
+    if not tag or all(ch.isdigit() or ch in _TAG_PUNCT for ch in tag):
+        return None
+    return tag
+
+
+def _is_tag_char(ch: str) -> bool:
+    if ch in _TAG_PUNCT or ch == _ZWJ:
+        return True
+    category = unicodedata.category(ch)
+    # Letters (any script), combining marks (Thai, Devanagari), digits, emoji symbols.
+    return category[0] in "LMN" or category == "So"
