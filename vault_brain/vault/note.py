@@ -1,0 +1,419 @@
+"""The Note record and how a Markdown file becomes one.
+
+Parsing never fails on what a person may type: malformed frontmatter, odd dates or
+a stray BOM still give a Note (indexed from its text) plus warnings. Only bytes that
+are not UTF-8 are refused, with UnreadableNote, because their text cannot be known.
+Warnings name the problem, never the note's text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+import yaml
+from frontmatter.default_handlers import YAMLHandler
+
+from vault_brain.errors import VaultBrainError
+from vault_brain.vault.links import (
+    Link,
+    extract_links,
+    extract_tags,
+    fenced_lines,
+    mask_code,
+    normalize_tag,
+)
+
+__all__ = [
+    "Link",
+    "Note",
+    "UnreadableNote",
+    "derived_id",
+    "extract_lead",
+    "file_version",
+    "parse_note",
+]
+
+LEAD_CHARS = 300
+
+
+class UnreadableNote(VaultBrainError):
+    """The file's bytes are not UTF-8 text; it is skipped with a warning, never guessed."""
+
+
+@dataclass(frozen=True)
+class Note:
+    path: str  # vault-relative POSIX path, e.g. "Projects/Alpha.md"
+    id: str  # frontmatter id, else derived_id(path)
+    title: str  # frontmatter title, else first "# " heading, else file stem
+    summary: str  # frontmatter summary, else "" (the indexer fills lead/LLM)
+    lead: str  # extractive lead (<= 300 chars), deterministic
+    created: str | None  # ISO 8601 UTC "2026-11-30T14:10:00Z" from frontmatter, else None
+    updated: str | None  # ISO 8601 UTC from frontmatter, else None
+    tags: tuple[str, ...]  # frontmatter tags + inline #tags, lowercased, no '#', unique, sorted
+    aliases: tuple[str, ...]
+    links: tuple[Link, ...]
+    body: str  # the Markdown after the frontmatter, line endings normalised to "\n"
+    version: str  # 12 hex chars of blake2b(file bytes)
+    content_hash: str  # 32 hex chars of blake2b(file bytes)
+    frontmatter_ok: bool  # False when frontmatter was malformed (note indexed from its text)
+    warnings: tuple[str, ...]
+
+
+def file_version(raw: bytes) -> str:
+    """The short version every read returns and every update must name."""
+    return hashlib.blake2b(raw, digest_size=6).hexdigest()
+
+
+def content_hash(raw: bytes) -> str:
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def derived_id(path: str) -> str:
+    """8 base36 chars from the NFC vault-relative path: short for models, stable forever.
+
+    Depends on nothing but the path (case kept), so reindexing never changes it.
+    """
+    digest = hashlib.blake2b(unicodedata.normalize("NFC", path).encode("utf-8"), digest_size=8)
+    number = int.from_bytes(digest.digest(), "big") % 36**8
+    chars = []
+    for _ in range(8):
+        number, rest = divmod(number, 36)
+        chars.append(_BASE36[rest])
+    return "".join(reversed(chars))
+
+
+def parse_note(path: str, raw: bytes) -> Note:
+    """Build the Note for the file at vault-relative `path` from its bytes."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UnreadableNote(
+            f"{path}: not valid UTF-8 (bad byte at offset {exc.start}); file skipped",
+            path=path,
+        ) from exc
+    text = text.removeprefix("\ufeff")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+
+    warnings: list[str] = []
+    meta, body, frontmatter_ok = _split_frontmatter(text, warnings)
+    masked = mask_code(body)
+    inline_tags = extract_tags(body, masked)
+
+    return Note(
+        path=path,
+        id=_note_id(meta, path, warnings),
+        title=_title(meta, body, path),
+        summary=_plain_string(meta.get("summary")),
+        lead=extract_lead(body),
+        created=_timestamp(meta, ("created", "date"), warnings),
+        updated=_timestamp(meta, ("updated", "modified"), warnings),
+        tags=tuple(sorted(set(_frontmatter_tags(meta)) | set(inline_tags))),
+        aliases=_aliases(meta),
+        links=extract_links(body, masked),
+        body=body,
+        version=file_version(raw),
+        content_hash=content_hash(raw),
+        frontmatter_ok=frontmatter_ok,
+        warnings=tuple(warnings),
+    )
+
+
+# --- frontmatter -------------------------------------------------------------------------
+
+_FENCE_LINE = re.compile(r"^---[ \t]*$", re.MULTILINE)
+
+
+def _timestamp_or_text(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    """A date YAML cannot build (2026-02-30) stays text, so one typo cannot sink the rest."""
+    try:
+        return loader.construct_yaml_timestamp(node)
+    except ValueError:
+        return loader.construct_scalar(node)
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    pass
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
+_YAML = YAMLHandler()
+
+
+def _split_frontmatter(text: str, warnings: list[str]) -> tuple[dict[str, Any], str, bool]:
+    """(metadata with lowercased keys, body, ok). Obsidian's rule: '---' on the first line."""
+    first_line, newline, rest = text.partition("\n")
+    if first_line.rstrip(" \t") != "---":
+        return {}, text, True
+    closing = _FENCE_LINE.search(rest) if newline else None
+    if closing is None:
+        warnings.append("frontmatter: opening '---' is never closed; whole file read as text")
+        return {}, text, False
+    block = rest[: closing.start()]
+    body = rest[closing.end() + 1 :]
+    try:
+        data = _YAML.load(block, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        warnings.append(f"frontmatter: invalid YAML{_yaml_where(exc)}")
+        return {}, body, False
+    except (ValueError, TypeError, RecursionError) as exc:
+        warnings.append(f"frontmatter: YAML could not be loaded ({type(exc).__name__})")
+        return {}, body, False
+    if data is None:
+        return {}, body, True
+    if not isinstance(data, dict):
+        warnings.append(f"frontmatter: expected key: value pairs, got a {type(data).__name__}")
+        return {}, body, False
+    meta: dict[str, Any] = {}
+    for key, value in data.items():
+        name = str(key).strip().lower()
+        if name not in meta or str(key) == name:
+            meta[name] = value
+    return meta, body, True
+
+
+def _yaml_where(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    where = f" at line {mark.line + 2}" if mark is not None else ""  # +1 base, +1 for '---'
+    return f"{where}: {problem}" if problem else where
+
+
+def _plain_string(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _scalar_text(value: Any) -> str:
+    """Text of a YAML scalar (title: 1984 is a number to YAML, a title to a person)."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, int | float | date) and not isinstance(value, bool):
+        return str(value)
+    return ""
+
+
+def _note_id(meta: dict[str, Any], path: str, warnings: list[str]) -> str:
+    value = meta.get("id")
+    if value is None:
+        return derived_id(path)
+    text = (
+        str(value).strip() if isinstance(value, str | int) and not isinstance(value, bool) else ""
+    )
+    if not text or any(ch.isspace() or ch in "/\\" for ch in text):
+        warnings.append("frontmatter: id ignored (must be text without spaces or slashes)")
+        return derived_id(path)
+    return text
+
+
+def _string_list(value: Any) -> list[str]:
+    """A YAML list (one level deep) or a single scalar, as stripped non-empty strings."""
+    if value is None:
+        return []
+    items = value if isinstance(value, list | tuple) else [value]
+    out: list[str] = []
+    for item in items:
+        text = _scalar_text(item)
+        if text:
+            out.append(text)
+    return out
+
+
+def _frontmatter_tags(meta: dict[str, Any]) -> list[str]:
+    tags: list[str] = []
+    for key in ("tags", "tag"):
+        for item in _string_list(meta.get(key)):
+            for word in re.split(r"[,\s]+", item):
+                tag = normalize_tag(word)
+                if tag:
+                    tags.append(tag)
+    return tags
+
+
+def _aliases(meta: dict[str, Any]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for key in ("aliases", "alias"):
+        for alias in _string_list(meta.get(key)):
+            seen.setdefault(alias, None)
+    return tuple(seen)
+
+
+_DATE_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y/%m/%d %H:%M", "%Y/%m/%d", "%Y%m%d")
+
+
+def _timestamp(meta: dict[str, Any], keys: tuple[str, ...], warnings: list[str]) -> str | None:
+    """First parseable value among keys, as UTC 'YYYY-MM-DDTHH:MM:SSZ'; naive means UTC."""
+    for key in keys:
+        value = meta.get(key)
+        if value is None or value == "":
+            continue
+        moment = _to_datetime(value)
+        if moment is None:
+            warnings.append(f"frontmatter: {key} is not a date or time; ignored")
+            continue
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return None
+
+
+def _to_datetime(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day)
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        pass
+    for fmt in _DATE_FORMATS:
+        try:
+            return datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+    return None
+
+
+# --- title and lead ----------------------------------------------------------------------
+
+_ATX_H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_ATX_ANY = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
+
+
+def _title(meta: dict[str, Any], body: str, path: str) -> str:
+    title = _scalar_text(meta.get("title"))
+    if title:
+        return title
+    lines = body.split("\n")
+    for line, fenced in zip(lines, fenced_lines(lines), strict=True):
+        if fenced or not line.lstrip(" ").startswith("#"):
+            continue
+        m = _ATX_H1.match(line)
+        if m:
+            heading = plain_inline(m.group(1))
+            if heading:
+                return heading
+    stem = path.rsplit("/", 1)[-1]
+    return stem[:-3] if stem.lower().endswith(".md") else stem
+
+
+_COMMENTS = re.compile(r"<!--.*?(?:-->|\Z)|%%.*?(?:%%|\Z)", re.DOTALL)
+_RULE = re.compile(r"^(?:[-*_=][ \t]*){3,}$")
+_TABLE_DELIMITER = re.compile(r"^\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?$")
+_SKIPPED_LINE = re.compile(r"^(?:\[\^[^\]]+\]:|\[[^\]]+\]:\s|\$\$|<!--|-->)")
+_QUOTE = re.compile(r"^(?:>[ \t]?)+")
+_CALLOUT = re.compile(r"^\[![^\]]*\][-+]?\s*")
+_BULLET = re.compile(r"^(?:[-*+]|\d{1,9}[.)])[ \t]+(?:\[.\][ \t]+)?")
+
+_EMBED = re.compile(r"!\[\[[^\]\n]*\]\]|!\[[^\]\n]*\]\([^)\n]*\)")
+_WIKI = re.compile(r"\[\[([^\]|#\n]*)(?:#([^\]|\n]*))?(?:\|([^\]\n]*))?\]\]")
+_MD_LINK = re.compile(r"\[([^\]\n]*)\](?:\([^)\n]*\)|\[[^\]\n]*\])")
+_FOOTNOTE = re.compile(r"\[\^[^\]\n]*\]")
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+_AUTOLINK = re.compile(r"<((?:https?|mailto|ftp):[^>\s]+)>")
+_HTML_TAG = re.compile(r"</?[A-Za-z][^>\n]*>")
+_STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_EMPHASIS = re.compile(
+    r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])|(?<!\w)_(?=\S)(.+?)(?<=\S)_(?!\w)"
+)
+_STRIKE_MARK = re.compile(r"(~~|==)(?=\S)(.+?)(?<=\S)\1")
+_BLOCK_ID = re.compile(r"\s\^[A-Za-z0-9-]+$")
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+_SPACES = re.compile(r"\s+")
+
+
+def _wiki_text(m: re.Match[str]) -> str:
+    target, heading, alias = m.group(1), m.group(2), m.group(3)
+    return (alias or target or heading or "").strip()
+
+
+def plain_inline(text: str) -> str:
+    """One line of Markdown as plain text: links become their words, markup goes."""
+    text = _EMBED.sub(" ", text)
+    codes: list[str] = []
+
+    def keep_code(m: re.Match[str]) -> str:
+        codes.append(m.group(2).strip())
+        return f"\x00{len(codes) - 1}\x00"
+
+    text = _CODE_SPAN.sub(keep_code, text)
+    text = _WIKI.sub(_wiki_text, text)
+    text = _MD_LINK.sub(lambda m: m.group(1), text)
+    text = _FOOTNOTE.sub("", text)
+    text = _AUTOLINK.sub(lambda m: m.group(1), text)
+    text = _HTML_TAG.sub(" ", text)
+    for _ in range(2):  # ***both*** needs two passes
+        text = _STRONG.sub(lambda m: m.group(2), text)
+        text = _EMPHASIS.sub(lambda m: m.group(1) or m.group(2), text)
+    text = _STRIKE_MARK.sub(lambda m: m.group(2), text)
+    text = _BLOCK_ID.sub("", text)
+    text = _ESCAPE.sub(lambda m: m.group(1), text)
+    text = re.sub(r"\x00(\d+)\x00", lambda m: codes[int(m.group(1))], text)
+    return _SPACES.sub(" ", text).strip()
+
+
+def extract_lead(body: str, limit: int = LEAD_CHARS) -> str:
+    """The opening prose of a body as plain text, cut to `limit` chars at a boundary.
+
+    Headings, code, tables, embeds, comments and markup are left out, so the lead
+    reads as the note's first words; the same body always gives the same lead.
+    """
+    if "<!--" in body or "%%" in body:
+        body = _COMMENTS.sub(lambda m: "\n" * m.group(0).count("\n"), body)
+    lines = body.split("\n")
+    parts: list[str] = []
+    length = 0
+    for line, fenced in zip(lines, fenced_lines(lines), strict=True):
+        if fenced:
+            continue
+        text = _lead_line(line)
+        if text:
+            parts.append(text)
+            length += len(text) + 1
+            if length > limit * 2:
+                break
+    return _cut(" ".join(parts), limit)
+
+
+def _lead_line(line: str) -> str:
+    stripped = line.strip()
+    if not stripped or _ATX_ANY.match(stripped) or _RULE.match(stripped):
+        return ""
+    if stripped.startswith("|") or _TABLE_DELIMITER.match(stripped):
+        return ""
+    stripped = _QUOTE.sub("", stripped)
+    stripped = _CALLOUT.sub("", stripped)
+    stripped = _BULLET.sub("", stripped)
+    if not stripped or _SKIPPED_LINE.match(stripped) or _ATX_ANY.match(stripped):
+        return ""
+    return plain_inline(stripped)
+
+
+_SENTENCE_END = re.compile(r"[.!?…](?=\s)|[。！？]")
+
+
+def _cut(text: str, limit: int) -> str:
+    """Cut at the last sentence end, else word break, else (CJK) character, plus '…'."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    budget = limit - 2  # room for " …"
+    ends = [m.end() for m in _SENTENCE_END.finditer(text, 0, budget)]
+    if ends and ends[-1] >= budget * 0.6:
+        end = ends[-1]
+        joiner = "" if text[end - 1] in "。！？" else " "
+        return text[:end] + joiner + "…"
+    space = text.rfind(" ", 0, budget + 1)
+    if space >= budget * 0.5:
+        return text[:space].rstrip(" ,;:-–—") + "…"
+    return text[: limit - 1].rstrip() + "…"
