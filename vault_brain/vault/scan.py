@@ -1,0 +1,201 @@
+"""The stat pass: which Markdown files the vault holds, with mtime and size, fast.
+
+Sync compares this against the index to find candidates; content hashes decide. A
+folder that cannot be listed is reported, not treated as empty, so sync keeps the notes
+it already knows there instead of deleting them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from vault_brain.errors import NotFound, Unavailable
+
+
+@dataclass(frozen=True)
+class FileStat:
+    path: str  # vault-relative POSIX
+    mtime_ns: int
+    size: int
+
+
+@dataclass
+class ScanResult:
+    files: list[FileStat] = field(default_factory=list)  # Markdown files, sorted by path
+    unreadable_dirs: list[str] = field(default_factory=list)  # folders that could not be listed
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+
+
+def is_markdown(name: str) -> bool:
+    return name.lower().endswith(".md")
+
+
+def is_ignored(rel_path: str, ignore: Sequence[str] = ()) -> bool:
+    """Whether the scanner leaves rel_path out: dot-files/folders anywhere, or a glob.
+
+    A trailing '/' on rel_path says it is a folder. Globs match the whole path, each
+    folder prefix of it and (without a '/') each single name; a glob ending in '/'
+    matches folders only. The watcher uses this on single event paths.
+    """
+    is_dir = rel_path.endswith("/")
+    parts = [p for p in rel_path.replace("\\", "/").split("/") if p not in ("", ".")]
+    if any(p.startswith(".") for p in parts):
+        return True
+    return _glob_ignored(parts, is_dir, ignore)
+
+
+def _glob_ignored(parts: list[str], is_dir: bool, ignore: Sequence[str]) -> bool:
+    for pattern in ignore:
+        folder_only = pattern.endswith("/")
+        anchored = pattern.startswith("/")
+        pattern = pattern.strip("/")
+        if not pattern:
+            continue
+        by_name = "/" not in pattern and not anchored
+        for k in range(1, len(parts) + 1):
+            if folder_only and k == len(parts) and not is_dir:
+                continue
+            if fnmatchcase("/".join(parts[:k]), pattern):
+                return True
+            if by_name and fnmatchcase(parts[k - 1], pattern):
+                return True
+    return False
+
+
+def scan_vault(
+    root: Path,
+    ignore: Sequence[str] = (),
+    max_file_bytes: int = 5_000_000,
+    *,
+    under: str = "",
+) -> ScanResult:
+    """Every Markdown file under root that is not ignored, sorted by path.
+
+    Symlinked files and folders are followed. Real folders are all listed before any
+    symlinked one, so a link back into the vault (or a loop) is skipped rather than
+    giving its notes a second path. Raises NotFound when root is not a folder and
+    Unavailable when root itself cannot be listed: a vault is never taken for empty.
+    `under` is the vault-relative folder that root is, when scanning one subfolder:
+    globs then match vault paths, while returned paths stay relative to root.
+    """
+    root_path = os.fspath(root)
+    try:
+        root_stat = os.stat(root_path)
+    except OSError as exc:
+        raise NotFound(f"vault folder not found: {root_path}", path=root_path) from exc
+    if not stat.S_ISDIR(root_stat.st_mode):
+        raise NotFound(f"vault path is not a folder: {root_path}", path=root_path)
+
+    ignore = tuple(ignore)
+    base = [p for p in under.strip("/").split("/") if p] if ignore else []
+    result = ScanResult()
+    visited = {(root_stat.st_dev, root_stat.st_ino)}
+    folders: list[tuple[str, str]] = [("", root_path)]  # real folders still to list
+    linked: list[tuple[str, str]] = []  # symlinked folders, listed last (heap by path)
+
+    while folders or linked:
+        if folders:
+            rel, abs_path = folders.pop()
+        else:
+            rel, abs_path = heapq.heappop(linked)
+            try:
+                target = os.stat(abs_path)
+            except FileNotFoundError:
+                result.skipped.append((rel, "symlink target missing"))
+                continue
+            except OSError:
+                result.unreadable_dirs.append(rel)
+                continue
+            key = (target.st_dev, target.st_ino)
+            if key in visited:
+                result.skipped.append((rel, "symlink loop or folder already scanned"))
+                continue
+            visited.add(key)
+        try:
+            with os.scandir(abs_path) as listing:
+                entries = list(listing)
+        except FileNotFoundError:
+            if not rel:
+                raise NotFound(f"vault folder not found: {root_path}", path=root_path) from None
+            continue  # removed while we were scanning: it is gone, not unreadable
+        except OSError as exc:
+            if not rel:
+                raise Unavailable(
+                    f"vault folder cannot be listed: {root_path} ({exc.strerror})",
+                    path=root_path,
+                ) from exc
+            result.unreadable_dirs.append(rel)
+            continue
+        for entry in entries:
+            _visit(entry, rel, base, ignore, max_file_bytes, result, folders, linked, visited)
+
+    result.files.sort(key=lambda f: f.path)
+    result.unreadable_dirs.sort()
+    result.skipped.sort()
+    return result
+
+
+def _visit(
+    entry: os.DirEntry[str],
+    parent: str,
+    base: list[str],
+    ignore: tuple[str, ...],
+    max_file_bytes: int,
+    result: ScanResult,
+    folders: list[tuple[str, str]],
+    linked: list[tuple[str, str]],
+    visited: set[tuple[int, int]],
+) -> None:
+    name = entry.name
+    if name.startswith("."):
+        return
+    rel = f"{parent}/{name}" if parent else name
+    parts = base + rel.split("/") if ignore else []
+    try:
+        if entry.is_dir(follow_symlinks=False):
+            if ignore and _glob_ignored(parts, True, ignore):
+                return
+            try:
+                own = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                raise
+            except OSError:
+                result.unreadable_dirs.append(rel)  # a folder all the same: keep its notes
+                return
+            visited.add((own.st_dev, own.st_ino))
+            folders.append((rel, entry.path))
+            return
+        if entry.is_symlink():
+            try:
+                target = entry.stat()
+            except FileNotFoundError:
+                if not (ignore and _glob_ignored(parts, False, ignore)):
+                    result.skipped.append((rel, "symlink target missing"))
+                return
+            if stat.S_ISDIR(target.st_mode):
+                if not (ignore and _glob_ignored(parts, True, ignore)):
+                    heapq.heappush(linked, (rel, entry.path))
+                return
+            if not stat.S_ISREG(target.st_mode) or not is_markdown(name):
+                return
+        elif not is_markdown(name) or not entry.is_file(follow_symlinks=False):
+            return
+        else:
+            target = entry.stat()
+    except FileNotFoundError:
+        return  # removed while we were scanning
+    except OSError as exc:
+        result.skipped.append((rel, f"cannot stat: {exc.strerror}"))
+        return
+    if ignore and _glob_ignored(parts, False, ignore):
+        return
+    if target.st_size > max_file_bytes:
+        result.skipped.append((rel, f"too large: {target.st_size} bytes > {max_file_bytes}"))
+        return
+    result.files.append(FileStat(rel, target.st_mtime_ns, target.st_size))
