@@ -1,0 +1,356 @@
+"""Rendering note files: a fresh note, and surgical edits of an existing one.
+
+Updates edit only the frontmatter lines of the keys vault-brain owns (id, title, summary,
+updated, tags). Every other key keeps its value, its exact text (comments, quoting, list
+style) and its place; the body is kept byte for byte unless the update changes it. The
+whole YAML is never round-tripped through a dumper: that would reorder, reformat and drop
+comments the person wrote.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import yaml
+
+from vault_brain.errors import InvalidInput
+
+OWNED_KEYS = ("id", "title", "summary", "updated", "tags")
+# Where our keys sit relative to each other; `created` is written once, never edited.
+_CANONICAL_ORDER = ("id", "title", "summary", "created", "updated", "tags")
+_FENCE = re.compile(r"---[ \t]*(?:\r\n|\n|\r)?")
+_LINE_BREAKS = ("\n", "\r", "\x85", "\u2028", "\u2029")
+_BOM = "\ufeff"
+
+
+def format_timestamp(now: datetime | str) -> str:
+    """ISO 8601 UTC with a Z, to the second: the one timestamp shape vault-brain writes."""
+    if isinstance(now, str):
+        return now
+    if now.tzinfo is not None:
+        now = now.astimezone(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def render_new_note(
+    *,
+    id: str,
+    title: str,
+    content: str,
+    summary: str | None = None,
+    tags: Sequence[str] = (),
+    now: datetime | str,
+) -> bytes:
+    """A new note: our frontmatter, then the content as the body.
+
+    Content that opens with its own `---` block stays body text: merging a model's
+    frontmatter into ours would let it set keys we own.
+    """
+    stamp = format_timestamp(now)
+    lines = [
+        _key_line("id", id),
+        _key_line("title", title),
+    ]
+    if summary:
+        lines.append(_key_line("summary", summary))
+    lines.append(f"created: {stamp}")
+    lines.append(f"updated: {stamp}")
+    clean_tags = normalize_tags(tags)
+    if clean_tags:
+        lines.append(_tags_line(clean_tags))
+    head = "---\n" + "".join(line + "\n" for line in lines) + "---\n"
+    return _encode(head + _with_final_newline(content, "\n"))
+
+
+def render_update(
+    raw: bytes,
+    *,
+    content: str | None = None,
+    append: str | None = None,
+    summary: str | None = None,
+    tags: Sequence[str] | None = None,
+    title: str | None = None,
+    id: str | None = None,
+    now: datetime | str,
+) -> bytes:
+    """The file's bytes with only the requested changes applied; `updated` always moves.
+
+    `id` is written only when the note has none (a hand-written note saved through us).
+    An empty `summary` or `tags` removes the key. Malformed frontmatter raises
+    InvalidInput: refusing is better than rewriting a block we cannot read.
+    """
+    if content is not None and append is not None:
+        raise InvalidInput("give either content (replace) or append, not both")
+    text = _decode(raw)
+    bom = _BOM if text.startswith(_BOM) else ""
+    text = text[len(bom) :]
+    nl = "\r\n" if "\r\n" in text.split("\n", 1)[0] + "\n" else "\n"
+    parts = _split_frontmatter(text)
+
+    sets: dict[str, str | None] = {"updated": f"updated: {format_timestamp(now)}"}
+    if title is not None:
+        if not title.strip():
+            raise InvalidInput("title must not be empty")
+        sets["title"] = _key_line("title", title)
+    if summary is not None:
+        sets["summary"] = _key_line("summary", summary) if summary else None
+    if tags is not None:
+        clean = normalize_tags(tags)
+        sets["tags"] = _tags_line(clean) if clean else None
+
+    if parts is None:
+        body = text
+        if id:
+            sets["id"] = _key_line("id", id)
+        lines = [sets[k] for k in _CANONICAL_ORDER if sets.get(k)]
+        head = "---" + nl + "".join(line + nl for line in lines) + "---" + nl
+        return _encode(bom + head + _new_body(body, content, append, nl))
+
+    opening, block, closing, body = parts
+    mapping = _parse_block(block)
+    if id and "id" not in mapping:
+        sets["id"] = _key_line("id", id)
+    new_block = _edit_block(block, sets, nl)
+    _check_edit(mapping, new_block, sets)
+    if (content is not None or append is not None) and not closing.endswith(("\n", "\r")):
+        closing += nl
+    return _encode(bom + opening + new_block + closing + _new_body(body, content, append, nl))
+
+
+def normalize_tags(tags: Sequence[str]) -> list[str]:
+    """Tags as Obsidian stores them: no '#', no surrounding space, no empties, no repeats."""
+    if isinstance(tags, str):
+        tags = [tags]
+    out: list[str] = []
+    for tag in tags:
+        clean = str(tag).strip().lstrip("#").strip()
+        if clean and clean not in out:
+            out.append(clean)
+    return out
+
+
+# --- frontmatter text -------------------------------------------------------------------
+
+
+def _key_line(key: str, value: str) -> str:
+    return f"{key}: {_scalar(str(value))}"
+
+
+def _tags_line(tags: list[str]) -> str:
+    return f"tags: {_dump(tags, flow=True)}"
+
+
+def _scalar(value: str) -> str:
+    return _dump(value, flow=False)
+
+
+def _dump(value: Any, *, flow: bool) -> str:
+    """One-line YAML for a string or a list of strings that loads back to exactly it.
+
+    Plain or single-quoted style when that stays on one line; double-quoted (with escapes)
+    when the value holds a line break, which the other styles would fold.
+    """
+    kwargs = {"allow_unicode": True, "width": math.inf, "default_flow_style": flow}
+    out = yaml.safe_dump(value, **kwargs)
+    out = out.removesuffix("\n...\n").removesuffix("\n")
+    if any(ch in out for ch in _LINE_BREAKS):
+        out = yaml.safe_dump(value, default_style='"', **kwargs)
+        out = out.removesuffix("\n...\n").removesuffix("\n")
+    return out
+
+
+def _split_frontmatter(text: str) -> tuple[str, str, str, str] | None:
+    """(opening fence, YAML block, closing fence, body), or None without frontmatter.
+
+    A leading `---` with no closing fence is a horizontal rule, not frontmatter.
+    """
+    first = _FENCE.match(text)
+    if first is None or first.end() == len(text) or text[first.end() - 1] not in "\r\n":
+        return None
+    pos = first.end()
+    while pos <= len(text):
+        fence = _FENCE.match(text, pos)
+        if fence is not None and (fence.end() == len(text) or text[fence.end() - 1] in "\r\n"):
+            return text[: first.end()], text[first.end() : pos], fence.group(), text[fence.end() :]
+        nxt = text.find("\n", pos)
+        if nxt < 0:
+            return None
+        pos = nxt + 1
+    return None
+
+
+def _parse_block(block: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(block)
+    except yaml.YAMLError as exc:
+        raise InvalidInput("the note's frontmatter is not valid YAML; fix it first") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise InvalidInput("the note's frontmatter is not a key: value mapping; fix it first")
+    return data
+
+
+@dataclass(frozen=True)
+class _Segment:
+    text: str
+    key: str | None  # None for the text between entries (comments, blank lines)
+
+
+def _segments(block: str) -> tuple[list[_Segment], int]:
+    """The block cut into top-level entries and the text between them; and the key indent."""
+    node = yaml.compose(block, Loader=yaml.SafeLoader)
+    if node is None:
+        return [_Segment(block, None)] if block else [], 0
+    if not isinstance(node, yaml.MappingNode) or node.flow_style:
+        raise InvalidInput("the note's frontmatter is not a block mapping; edit it by hand")
+    segments: list[_Segment] = []
+    pos = 0
+    indent = node.value[0][0].start_mark.column if node.value else 0
+    for key_node, value_node in node.value:
+        start = block.rfind("\n", 0, key_node.start_mark.index) + 1
+        end = _entry_end(block, value_node)
+        if start < pos:
+            raise InvalidInput("the note's frontmatter puts two keys on one line; edit it by hand")
+        if start > pos:
+            segments.append(_Segment(block[pos:start], None))
+        key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+        entry, tail = _trim_trailing(block[start:end], value_node)
+        segments.append(_Segment(entry, key if key is not None else ""))
+        if tail:
+            segments.append(_Segment(tail, None))
+        pos = end
+    if pos < len(block):
+        segments.append(_Segment(block[pos:], None))
+    return segments, indent
+
+
+def _entry_end(block: str, value_node: yaml.Node) -> int:
+    mark = value_node.end_mark
+    if mark.column == 0 and mark.index > 0:
+        return mark.index
+    nxt = block.find("\n", mark.index)
+    return len(block) if nxt < 0 else nxt + 1
+
+
+def _trim_trailing(entry: str, value_node: yaml.Node) -> tuple[str, str]:
+    """Blank and comment lines the parser counted into a list belong between entries."""
+    lines = entry.splitlines(keepends=True)
+    block_scalar = isinstance(value_node, yaml.ScalarNode) and value_node.style in ("|", ">")
+    cut = len(lines)
+    while cut > 1:
+        stripped = lines[cut - 1].strip()
+        if stripped == "" or (stripped.startswith("#") and not block_scalar):
+            cut -= 1
+        else:
+            break
+    return "".join(lines[:cut]), "".join(lines[cut:])
+
+
+def _edit_block(block: str, sets: dict[str, str | None], nl: str) -> str:
+    """Replace, drop or insert our keys' lines; everything else stays as written."""
+    segments, indent = _segments(block)
+    prefix = " " * indent
+    if segments and not segments[-1].text.endswith(("\n", "\r")):
+        segments[-1] = _Segment(segments[-1].text + nl, segments[-1].key)
+    for key in _CANONICAL_ORDER:
+        if key not in sets:
+            continue
+        line = sets[key]
+        new = _Segment(prefix + line + nl, key) if line is not None else None
+        hits = [i for i, seg in enumerate(segments) if seg.key == key]
+        if hits:
+            for i in reversed(hits[1:]):
+                del segments[i]
+            if new is None:
+                del segments[hits[0]]
+            else:
+                segments[hits[0]] = new
+        elif new is not None:
+            segments.insert(_insert_at(segments, key), new)
+    return "".join(seg.text for seg in segments)
+
+
+def _insert_at(segments: list[_Segment], key: str) -> int:
+    """After the nearest of our keys that comes before it, else before the nearest after it,
+    else at the end of the block."""
+    order = _CANONICAL_ORDER.index(key)
+    for earlier in reversed(_CANONICAL_ORDER[:order]):
+        for i in range(len(segments) - 1, -1, -1):
+            if segments[i].key == earlier:
+                return i + 1
+    for later in _CANONICAL_ORDER[order + 1 :]:
+        for i, seg in enumerate(segments):
+            if seg.key == later:
+                return i
+    return len(segments)
+
+
+def _check_edit(old: dict[str, Any], new_block: str, sets: dict[str, str | None]) -> None:
+    """Refuse an edit that would change a key we do not own (anchors, odd indentation)."""
+    try:
+        new = yaml.safe_load(new_block)
+    except yaml.YAMLError as exc:
+        raise InvalidInput("cannot edit this frontmatter safely; edit it by hand") from exc
+    new = new or {}
+    if not isinstance(new, dict):
+        raise InvalidInput("cannot edit this frontmatter safely; edit it by hand")
+    for key, value in old.items():
+        if key in sets:
+            continue
+        if key not in new or not _same(new[key], value):
+            raise InvalidInput("cannot edit this frontmatter without changing other keys")
+    for key, line in sets.items():
+        if (line is None) == (key in new):
+            raise InvalidInput("cannot edit this frontmatter safely; edit it by hand")
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a == b or repr(a) == repr(b)
+
+
+# --- body -------------------------------------------------------------------------------
+
+
+def _new_body(body: str, content: str | None, append: str | None, nl: str) -> str:
+    if content is not None:
+        return _with_final_newline(_line_endings(content, nl), nl)
+    if append is not None:
+        addition = _line_endings(append, nl)
+        addition = re.sub(r"\A(?:[ \t]*(?:\r\n|\n|\r))+", "", addition)
+        addition = _with_final_newline(addition, nl)
+        kept = re.sub(r"(?:(?:\r\n|\n|\r)[ \t]*)+\Z", "", body)
+        if not kept.strip():
+            return addition
+        return kept + nl + nl + addition
+    return body
+
+
+def _line_endings(text: str, nl: str) -> str:
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text if nl == "\n" else text.replace("\n", nl)
+
+
+def _with_final_newline(text: str, nl: str) -> str:
+    if not text:
+        return ""
+    return text.rstrip("\r\n") + nl
+
+
+def _decode(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("the note is not valid UTF-8; vault-brain will not rewrite it") from exc
+
+
+def _encode(text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput("text holds characters that cannot be written as UTF-8") from exc
