@@ -1,0 +1,341 @@
+"""Invariant 2: no user's words are ever lost. Atomic writes, versioned replace, trash."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from vault_brain.errors import Conflict, Forbidden, InvalidInput, NotFound
+from vault_brain.vault.note import file_version
+from vault_brain.vault.writer import (
+    atomic_write,
+    create_note_file,
+    replace_note_file,
+    trash_note_file,
+)
+
+OLD = b"# Alpha\n\nThe person's words.\n"
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    (root / "Projects").mkdir(parents=True)
+    (root / "Projects" / "Alpha.md").write_bytes(OLD)
+    return root
+
+
+def all_files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if not p.is_dir())
+
+
+# --- atomic_write --------------------------------------------------------------------------
+
+
+def test_atomic_write_replaces_the_content(vault: Path) -> None:
+    path = vault / "Projects" / "Alpha.md"
+    atomic_write(path, b"new")
+    assert path.read_bytes() == b"new"
+
+
+def test_atomic_write_leaves_no_temp_files(vault: Path) -> None:
+    atomic_write(vault / "Projects" / "Alpha.md", b"new")
+    atomic_write(vault / "Projects" / "Fresh.md", b"fresh")
+    assert all_files(vault) == ["Projects/Alpha.md", "Projects/Fresh.md"]
+
+
+def test_failed_rename_keeps_the_original_and_removes_the_temp(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken_replace(src: object, dst: object) -> None:
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError):
+        atomic_write(vault / "Projects" / "Alpha.md", b"half-written")
+    assert (vault / "Projects" / "Alpha.md").read_bytes() == OLD
+    assert all_files(vault) == ["Projects/Alpha.md"]
+
+
+def test_failed_fsync_keeps_the_original_and_removes_the_temp(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken_fsync(fd: int) -> None:
+        raise OSError("I/O error")
+
+    monkeypatch.setattr(os, "fsync", broken_fsync)
+    with pytest.raises(OSError):
+        atomic_write(vault / "Projects" / "Alpha.md", b"never synced")
+    assert (vault / "Projects" / "Alpha.md").read_bytes() == OLD
+    assert all_files(vault) == ["Projects/Alpha.md"]
+
+
+def test_data_that_is_not_bytes_is_refused_before_anything_is_written(vault: Path) -> None:
+    with pytest.raises(InvalidInput):
+        atomic_write(vault / "Projects" / "Alpha.md", "text, not bytes")  # type: ignore[arg-type]
+    assert all_files(vault) == ["Projects/Alpha.md"]
+    assert (vault / "Projects" / "Alpha.md").read_bytes() == OLD
+
+
+def test_atomic_write_keeps_the_original_permission_bits(vault: Path) -> None:
+    path = vault / "Projects" / "Alpha.md"
+    os.chmod(path, 0o640)
+    atomic_write(path, b"new")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+
+
+def test_new_files_get_ordinary_permissions_not_private_temp_ones(vault: Path) -> None:
+    path = vault / "Fresh.md"
+    atomic_write(path, b"x")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+
+
+# --- create_note_file ----------------------------------------------------------------------
+
+
+def test_create_writes_the_bytes_under_the_title(vault: Path) -> None:
+    rel = create_note_file(vault, "Projects", "Beta plan", b"beta")
+    assert rel == "Projects/Beta plan.md"
+    assert (vault / rel).read_bytes() == b"beta"
+
+
+def test_create_in_the_vault_root(vault: Path) -> None:
+    assert create_note_file(vault, "", "Root note", b"r") == "Root note.md"
+
+
+def test_create_makes_missing_folders(vault: Path) -> None:
+    rel = create_note_file(vault, "Areas/Health", "Sleep", b"zzz")
+    assert rel == "Areas/Health/Sleep.md"
+    assert (vault / rel).read_bytes() == b"zzz"
+
+
+def test_name_clash_gets_a_number_and_the_existing_note_is_untouched(vault: Path) -> None:
+    first = create_note_file(vault, "Projects", "Alpha", b"second alpha")
+    second = create_note_file(vault, "Projects", "Alpha", b"third alpha")
+    assert (first, second) == ("Projects/Alpha 2.md", "Projects/Alpha 3.md")
+    assert (vault / "Projects" / "Alpha.md").read_bytes() == OLD
+    assert (vault / first).read_bytes() == b"second alpha"
+
+
+def test_create_leaves_no_temp_files(vault: Path) -> None:
+    create_note_file(vault, "Projects", "Alpha", b"x")
+    assert all_files(vault) == ["Projects/Alpha 2.md", "Projects/Alpha.md"]
+
+
+def test_title_is_made_file_name_safe(vault: Path) -> None:
+    assert create_note_file(vault, "", "Q3: plans/ideas?", b"x") == "Q3 plans-ideas.md"
+
+
+def test_concurrent_creates_with_one_title_never_overwrite(vault: Path) -> None:
+    results: list[str] = []
+
+    def save(i: int) -> None:
+        results.append(create_note_file(vault, "Race", "Same", f"note {i}".encode()))
+
+    threads = [threading.Thread(target=save, args=(i,)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(results)) == 20
+    contents = {(vault / rel).read_bytes() for rel in results}
+    assert contents == {f"note {i}".encode() for i in range(20)}
+
+
+def test_create_into_a_symlink_leading_outside_writes_nothing_anywhere(
+    vault: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (vault / "escape").symlink_to(outside, target_is_directory=True)
+    before = all_files(vault)
+    with pytest.raises(Forbidden):
+        create_note_file(vault, "escape/deeper", "Leak", b"secret")
+    assert list(outside.iterdir()) == []
+    assert all_files(vault) == before
+
+
+@pytest.mark.parametrize("folder", ["../outside", ".trash", ".obsidian", ".vault-brain", "/tmp"])
+def test_create_in_a_forbidden_folder_writes_nothing(
+    vault: Path, tmp_path: Path, folder: str
+) -> None:
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(Forbidden):
+        create_note_file(vault, folder, "Leak", b"x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert all_files(vault) == ["Projects/Alpha.md"]
+
+
+def test_create_outside_allowed_folders_is_forbidden(vault: Path) -> None:
+    with pytest.raises(Forbidden):
+        create_note_file(vault, "Projects", "Beta", b"x", allowed_folders=["Inbox"])
+    assert all_files(vault) == ["Projects/Alpha.md"]
+
+
+def test_create_where_a_file_blocks_the_folder_is_invalid(vault: Path) -> None:
+    (vault / "Blocked").write_text("a file")
+    with pytest.raises(InvalidInput):
+        create_note_file(vault, "Blocked", "Note", b"x")
+
+
+# --- replace_note_file ---------------------------------------------------------------------
+
+
+def test_replace_with_the_current_version_writes_and_returns_the_new_version(vault: Path) -> None:
+    new = replace_note_file(vault, "Projects/Alpha.md", file_version(OLD), b"updated")
+    assert (vault / "Projects" / "Alpha.md").read_bytes() == b"updated"
+    assert new == file_version(b"updated")
+
+
+def test_stale_version_is_refused_and_file_untouched(vault: Path) -> None:
+    path = vault / "Projects" / "Alpha.md"
+    path.write_bytes(b"edited in Obsidian")
+    with pytest.raises(Conflict) as info:
+        replace_note_file(vault, "Projects/Alpha.md", file_version(OLD), b"model's version")
+    assert path.read_bytes() == b"edited in Obsidian"
+    assert info.value.details["current_version"] == file_version(b"edited in Obsidian")
+    assert all_files(vault) == ["Projects/Alpha.md"]
+
+
+def test_replace_of_a_missing_note_is_not_found(vault: Path) -> None:
+    with pytest.raises(NotFound):
+        replace_note_file(vault, "Projects/Ghost.md", "000000000000", b"x")
+    assert not (vault / "Projects" / "Ghost.md").exists()
+
+
+def test_replace_through_a_traversal_path_is_forbidden(vault: Path) -> None:
+    with pytest.raises(Forbidden):
+        replace_note_file(vault, "../vault/Projects/Alpha.md", file_version(OLD), b"x")
+    assert (vault / "Projects" / "Alpha.md").read_bytes() == OLD
+
+
+def test_replace_outside_allowed_folders_is_forbidden(vault: Path) -> None:
+    with pytest.raises(Forbidden):
+        replace_note_file(
+            vault, "Projects/Alpha.md", file_version(OLD), b"x", allowed_folders=["Inbox"]
+        )
+    assert (vault / "Projects" / "Alpha.md").read_bytes() == OLD
+
+
+def test_racing_replaces_with_one_version_have_exactly_one_winner(vault: Path) -> None:
+    version = file_version(OLD)
+    barrier = threading.Barrier(20)
+    outcomes: dict[int, str] = {}
+
+    def update(i: int) -> None:
+        barrier.wait()
+        try:
+            replace_note_file(vault, "Projects/Alpha.md", version, f"writer {i}".encode())
+            outcomes[i] = "won"
+        except Conflict:
+            outcomes[i] = "conflict"
+
+    threads = [threading.Thread(target=update, args=(i,)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [i for i, outcome in outcomes.items() if outcome == "won"]
+    assert len(outcomes) == 20
+    assert len(winners) == 1
+    assert (vault / "Projects" / "Alpha.md").read_bytes() == f"writer {winners[0]}".encode()
+    assert all_files(vault) == ["Projects/Alpha.md"]
+
+
+# --- trash_note_file -----------------------------------------------------------------------
+
+
+def test_trash_moves_the_note_keeping_its_relative_path(vault: Path) -> None:
+    trashed = trash_note_file(vault, "Projects/Alpha.md", file_version(OLD))
+    assert trashed == ".trash/Projects/Alpha.md"
+    assert (vault / trashed).read_bytes() == OLD
+    assert not (vault / "Projects" / "Alpha.md").exists()
+
+
+def test_trashing_a_name_already_in_the_trash_gets_a_unique_name(vault: Path) -> None:
+    (vault / ".trash" / "Projects").mkdir(parents=True)
+    (vault / ".trash" / "Projects" / "Alpha.md").write_bytes(b"older alpha")
+    trashed = trash_note_file(vault, "Projects/Alpha.md", file_version(OLD))
+    assert trashed == ".trash/Projects/Alpha 2.md"
+    assert (vault / ".trash" / "Projects" / "Alpha.md").read_bytes() == b"older alpha"
+    assert (vault / trashed).read_bytes() == OLD
+
+
+def test_trash_keeps_the_same_file_not_a_copy(vault: Path) -> None:
+    inode = (vault / "Projects" / "Alpha.md").stat().st_ino
+    trashed = trash_note_file(vault, "Projects/Alpha.md", file_version(OLD))
+    assert (vault / trashed).stat().st_ino == inode
+
+
+def test_trash_with_a_stale_version_is_refused_and_file_untouched(vault: Path) -> None:
+    path = vault / "Projects" / "Alpha.md"
+    path.write_bytes(b"edited")
+    with pytest.raises(Conflict) as info:
+        trash_note_file(vault, "Projects/Alpha.md", file_version(OLD))
+    assert path.read_bytes() == b"edited"
+    assert info.value.details["current_version"] == file_version(b"edited")
+    assert all_files(vault) == ["Projects/Alpha.md"]
+
+
+def test_trash_of_a_missing_note_is_not_found(vault: Path) -> None:
+    with pytest.raises(NotFound):
+        trash_note_file(vault, "Projects/Ghost.md", "000000000000")
+    assert all_files(vault) == ["Projects/Alpha.md"]
+
+
+def test_trash_cannot_target_the_trash_itself(vault: Path) -> None:
+    (vault / ".trash").mkdir()
+    (vault / ".trash" / "Old.md").write_bytes(b"old")
+    with pytest.raises(Forbidden):
+        trash_note_file(vault, ".trash/Old.md", file_version(b"old"))
+    assert (vault / ".trash" / "Old.md").read_bytes() == b"old"
+
+
+def test_trash_folder_symlinked_outside_the_vault_is_forbidden(vault: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (vault / ".trash").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(Forbidden):
+        trash_note_file(vault, "Projects/Alpha.md", file_version(OLD))
+    assert (vault / "Projects" / "Alpha.md").read_bytes() == OLD
+    assert list(outside.iterdir()) == []
+
+
+def test_trash_names_never_collide_with_earlier_trashed_files(vault: Path) -> None:
+    (vault / "Projects" / "Alpha 2.md").write_bytes(b"two")
+    (vault / ".trash" / "Projects").mkdir(parents=True)
+    (vault / ".trash" / "Projects" / "Alpha.md").write_bytes(b"older")
+    first = trash_note_file(vault, "Projects/Alpha.md", file_version(OLD))
+    second = trash_note_file(vault, "Projects/Alpha 2.md", file_version(b"two"))
+    assert first != second
+    assert (vault / first).read_bytes() == OLD
+    assert (vault / second).read_bytes() == b"two"
+    assert (vault / ".trash" / "Projects" / "Alpha.md").read_bytes() == b"older"
+
+
+def test_stale_trash_creates_no_trash_folders(vault: Path) -> None:
+    (vault / "Projects" / "Alpha.md").write_bytes(b"edited")
+    with pytest.raises(Conflict):
+        trash_note_file(vault, "Projects/Alpha.md", file_version(OLD))
+    assert not (vault / ".trash").exists()
+
+
+def test_create_without_hard_links_still_never_overwrites(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_links(src: object, dst: object) -> None:
+        raise OSError(errno.EPERM, "hard links not supported here")
+
+    monkeypatch.setattr(os, "link", no_links)
+    rel = create_note_file(vault, "Projects", "Alpha", b"new alpha")
+    assert rel == "Projects/Alpha 2.md"
+    assert (vault / rel).read_bytes() == b"new alpha"
+    assert (vault / "Projects" / "Alpha.md").read_bytes() == OLD
+    assert all_files(vault) == ["Projects/Alpha 2.md", "Projects/Alpha.md"]
