@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vault_brain.errors import InvalidInput
+from vault_brain.vault.note import parse_note
 from vault_brain.vault.render import render_new_note, render_update
 
 NOW = datetime(2026, 11, 30, 14, 12, 31, tzinfo=UTC)
@@ -368,3 +369,22 @@ def test_random_updates_round_trip_and_keep_unknown_keys(title: str, summary: st
     assert (data["title"], data["summary"]) == (title, summary)
     assert unowned_lines(split(raw)[0]) == unowned_lines(split(RAW)[0])
     assert split(raw)[1] == BODY
+
+
+def test_new_note_reads_back_through_the_note_parser() -> None:
+    raw = new_note(title='Key: "v" #1', tags=["process", "release"])
+    note = parse_note("Release checklist.md", raw)
+    assert (note.id, note.title, note.summary) == (
+        "8k2f9q3m",
+        'Key: "v" #1',
+        "The steps we follow.",
+    )
+    assert (note.created, note.updated) == ("2026-11-30T14:12:31Z", "2026-11-30T14:12:31Z")
+    assert note.tags == ("process", "release")
+    assert note.frontmatter_ok
+
+
+def test_updated_note_reads_back_through_the_note_parser() -> None:
+    note = parse_note("n.md", render_update(new_note(), append="more", tags=["x"], now=LATER))
+    assert (note.id, note.updated, note.tags) == ("8k2f9q3m", LATER, ("x",))
+    assert note.body.endswith("Steps.\n\nmore\n")
