@@ -21,6 +21,9 @@ from .harness import (
 def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
     vault = write_vault(tmp_path_factory.mktemp("http-vault"))
     server = start_http_server(vault, {"VAULT_BRAIN_TOKEN": TOKEN})
+    client = http_client_for(server)
+    client.wait_indexed()
+    client.close()
     yield server
     server.stop()
 
