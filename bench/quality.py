@@ -69,7 +69,13 @@ def make_brain(vault: Path, model: str) -> tuple[Any, Any]:
     from vault_brain.service import Brain
 
     settings = load_settings(
-        vault=str(vault), env={}, overrides={"embed": {"provider": "local", "model": model}}
+        vault=str(vault),
+        env={},
+        overrides={
+            "embed": {"provider": "local", "model": model},
+            # No stat pass before searches: nothing changes the vault while we measure.
+            "index": {"fresh_read_seconds": 86400.0},
+        },
     )
     return Brain(settings), settings
 
