@@ -171,3 +171,18 @@ def test_health_is_503_when_the_index_cannot_open(broken_server):
             break
         time.sleep(0.05)
     assert response.status_code == 503 and response.json()["status"] == "error"
+
+
+def test_read_only_vault_lists_three_tools_and_refuses_writes(tmp_path):
+    vault = write_vault(tmp_path / "vault")
+    server = start_http_server(vault, {"VAULT_BRAIN_WRITE_READ_ONLY": "true"})
+    client = http_client_for(server, token=None)
+    try:
+        names = [t.name for t in client.list_tools().tools]
+        reply = client.call("memory_save", {"title": "No", "content": "nope"})
+    finally:
+        client.close()
+        server.stop()
+    assert names == ["memory_search", "memory_list", "memory_get"]
+    assert reply.is_error and reply.data["code"] == "FORBIDDEN"
+    assert not (vault / "No.md").exists()

@@ -87,6 +87,7 @@ def session(tmp_path_factory: pytest.TempPathFactory):
     raw.search = raw.request(
         4, "tools/call", {"name": "memory_search", "arguments": {"query": "release"}}
     )
+    raw.request(5, "tools/call", {"name": "memory_search", "arguments": {"query": "q" * 300}})
     raw.rest = raw.finish()
     yield raw
 
@@ -122,7 +123,7 @@ def test_every_stderr_line_is_a_json_event(session):
 
 def test_each_tool_call_logs_one_line_with_tool_latency_and_count(session):
     calls = [json.loads(x) for x in session.stderr().splitlines() if '"event": "tool"' in x]
-    assert [c["tool"] for c in calls] == ["memory_save", "memory_search"]
+    assert [c["tool"] for c in calls] == ["memory_save", "memory_search", "memory_search"]
     assert all(isinstance(c["latency_ms"], float) and "results" in c for c in calls)
     assert calls[1]["query"] == "release"
 
@@ -131,13 +132,8 @@ def test_note_text_never_reaches_the_log(session):
     assert SECRET_WORDS not in session.stderr()
 
 
-def test_long_queries_are_cut_to_80_chars_in_the_log(tmp_path):
-    client = stdio_client_for(write_vault(tmp_path / "vault"), tmp_path)
-    try:
-        client.call("memory_search", {"query": "q" * 300})
-    finally:
-        client.close()
-    calls = [json.loads(x) for x in client.stderr_path.read_text().splitlines() if "tool" in x]
+def test_long_queries_are_cut_to_80_chars_in_the_log(session):
+    calls = [json.loads(x) for x in session.stderr().splitlines() if '"event": "tool"' in x]
     assert len(calls[-1]["query"]) == 80
 
 
@@ -166,19 +162,6 @@ def test_index_that_cannot_open_answers_unavailable_and_retryable(tmp_path):
         client.close()
     assert reply.is_error and reply.data["code"] == "UNAVAILABLE"
     assert reply.data["retryable"] is True
-
-
-def test_read_only_vault_lists_three_tools_and_refuses_writes(tmp_path):
-    vault = write_vault(tmp_path / "vault")
-    client = stdio_client_for(vault, tmp_path, env={"VAULT_BRAIN_WRITE_READ_ONLY": "true"})
-    try:
-        names = [t.name for t in client.list_tools().tools]
-        reply = client.call("memory_save", {"title": "No", "content": "nope"})
-    finally:
-        client.close()
-    assert names == ["memory_search", "memory_list", "memory_get"]
-    assert reply.is_error and reply.data["code"] == "FORBIDDEN"
-    assert not (vault / "No.md").exists()
 
 
 def search_until_found(client, query: str, note_id: str, timeout: float = 10.0) -> bool:
