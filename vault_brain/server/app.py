@@ -48,8 +48,9 @@ class BrainHandle:
 
     Tool calls wait (in a worker thread) until it is open. Then `attach(brain)` runs: the CLI
     passes one that starts the watcher (indexer or reader role) and returns its stop function.
-    Without it, one catch-up `brain.sync()` runs in the background instead, so a vault that
-    changed while no server ran is searchable; tools answer meanwhile from the index.
+    Without it, one catch-up (`brain.sync()`, then `brain.embed_pending()`) runs in the
+    background instead, so a vault that changed while no server ran is searchable; tools
+    answer meanwhile from the index.
     """
 
     def __init__(
@@ -92,6 +93,7 @@ class BrainHandle:
                 self._detach = self._attach(self._brain)
             else:
                 self._brain.sync()
+                self._brain.embed_pending()
         except Exception as exc:  # noqa: BLE001 - tools keep answering from the index
             log.warn("background_start_failed", error=type(exc).__name__, where=_where(exc))
 
