@@ -13,19 +13,30 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def run(
+    *args: str, env: dict | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_BRAIN_")}
     full_env.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "vault_brain", *args],
-        capture_output=True, text=True, env=full_env, cwd=cwd, timeout=120,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd,
+        timeout=120,
     )
 
 
 @pytest.fixture
 def small_vault(vault):
-    vault.write("How-to/Deploy.md", "# Deploy to production\n\nRun the pipeline and promote the canary.\n")
-    vault.write("Notes/Tea.md", "---\nid: tea00001\ntags: [drinks]\n---\n# Green tea\n\nSteep at 80 degrees. See [[Deploy]].\n")
+    vault.write(
+        "How-to/Deploy.md", "# Deploy to production\n\nRun the pipeline and promote the canary.\n"
+    )
+    vault.write(
+        "Notes/Tea.md",
+        "---\nid: tea00001\ntags: [drinks]\n---\n# Green tea\n\nSteep at 80 degrees. See [[Deploy]].\n",
+    )
     return vault
 
 
@@ -44,8 +55,16 @@ def test_index_then_search_json(small_vault):
 
 
 def test_search_without_prior_index_syncs_first(small_vault):
-    r = run("search", "green tea", "--vault", str(small_vault.root), "--mode", "fts", "--json",
-            env={"VAULT_BRAIN_EMBED_PROVIDER": "none"})
+    r = run(
+        "search",
+        "green tea",
+        "--vault",
+        str(small_vault.root),
+        "--mode",
+        "fts",
+        "--json",
+        env={"VAULT_BRAIN_EMBED_PROVIDER": "none"},
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["results"][0]["id"] == "tea00001"
 
@@ -80,7 +99,9 @@ def test_get_json_has_version_links_and_backlinks(small_vault):
 
 
 def test_get_unknown_note_exits_1(small_vault):
-    r = run("get", "nope", "--vault", str(small_vault.root), env={"VAULT_BRAIN_EMBED_PROVIDER": "none"})
+    r = run(
+        "get", "nope", "--vault", str(small_vault.root), env={"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+    )
     assert r.returncode == 1
     assert "nope" in r.stderr
 
@@ -115,8 +136,11 @@ def test_bad_mode_flag_exits_2(small_vault):
 
 
 def test_vault_from_environment(small_vault):
-    r = run("index", "--json", env={"VAULT_BRAIN_VAULT": str(small_vault.root),
-                                    "VAULT_BRAIN_EMBED_PROVIDER": "none"})
+    r = run(
+        "index",
+        "--json",
+        env={"VAULT_BRAIN_VAULT": str(small_vault.root), "VAULT_BRAIN_EMBED_PROVIDER": "none"},
+    )
     assert r.returncode == 0, r.stderr
 
 

@@ -27,14 +27,18 @@ def test_annotated_config_toml_documents_every_key_with_its_default():
 def test_environment_overrides_config_file(tmp_path):
     cfg = tmp_path / "c.toml"
     cfg.write_text('[search]\nmode = "fts"\nlimit = 5\n')
-    s = load_settings(vault=str(tmp_path), config_file=str(cfg),
-                      env={"VAULT_BRAIN_SEARCH_LIMIT": "12"})
+    s = load_settings(
+        vault=str(tmp_path), config_file=str(cfg), env={"VAULT_BRAIN_SEARCH_LIMIT": "12"}
+    )
     assert (s.search.mode, s.search.limit) == ("fts", 12)
 
 
 def test_flags_override_environment(tmp_path):
-    s = load_settings(vault=str(tmp_path), env={"VAULT_BRAIN_SERVER_PORT": "9000"},
-                      overrides={"server": {"port": 9100}})
+    s = load_settings(
+        vault=str(tmp_path),
+        env={"VAULT_BRAIN_SERVER_PORT": "9000"},
+        overrides={"server": {"port": 9100}},
+    )
     assert s.server.port == 9100
 
 
@@ -46,11 +50,14 @@ def test_config_in_the_vault_index_folder_is_found(tmp_path):
 
 def test_every_invalid_value_is_reported_together(tmp_path):
     with pytest.raises(ConfigError) as err:
-        load_settings(vault=str(tmp_path), env={
-            "VAULT_BRAIN_SEARCH_MODE": "magic",
-            "VAULT_BRAIN_CHUNK_MAX_TOKENS": "lots",
-            "VAULT_BRAIN_SERVER_PORT": "70000",
-        })
+        load_settings(
+            vault=str(tmp_path),
+            env={
+                "VAULT_BRAIN_SEARCH_MODE": "magic",
+                "VAULT_BRAIN_CHUNK_MAX_TOKENS": "lots",
+                "VAULT_BRAIN_SERVER_PORT": "70000",
+            },
+        )
     text = str(err.value)
     assert "search.mode" in text and "chunk.max_tokens" in text and "server.port" in text
     assert len(err.value.problems) == 3

@@ -28,8 +28,11 @@ def _modules(*parts: str) -> list[Path]:
 
 def test_cli_and_server_reach_the_index_and_vault_only_through_service():
     for path in _modules("cli.py") + _modules("server"):
-        bad = {m for m in _imports(path)
-               if m.startswith(("vault_brain.index", "vault_brain.vault", "vault_brain.embed"))}
+        bad = {
+            m
+            for m in _imports(path)
+            if m.startswith(("vault_brain.index", "vault_brain.vault", "vault_brain.embed"))
+        }
         assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
 
 
@@ -37,7 +40,11 @@ def test_only_index_imports_a_sqlite_binding():
     for path in _modules(""):
         if "index" in path.relative_to(PKG).parts:
             continue
-        bad = {m for m in _imports(path) if m.split(".")[0] in ("sqlite3", "sqlean", "apsw", "sqlite_vec")}
+        bad = {
+            m
+            for m in _imports(path)
+            if m.split(".")[0] in ("sqlite3", "sqlean", "apsw", "sqlite_vec")
+        }
         assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
 
 
@@ -45,7 +52,11 @@ def test_only_vault_writes_files_into_the_vault():
     writers = ("write_text", "write_bytes", "os.replace", "os.rename", "shutil.move", "os.link")
     for path in _modules(""):
         rel = path.relative_to(PKG)
-        if rel.parts[0] in ("vault",) or rel.name in ("cli.py", "lock.py") or rel.parts[0] == "index":
+        if (
+            rel.parts[0] in ("vault",)
+            or rel.name in ("cli.py", "lock.py")
+            or rel.parts[0] == "index"
+        ):
             continue
         source = path.read_text()
         found = [w for w in writers if w in source]

@@ -7,7 +7,6 @@ import dataclasses
 import json
 import sys
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -27,13 +26,18 @@ app = typer.Typer(
 
 VaultOpt = Annotated[
     str | None,
-    typer.Option("--vault", "-v", help="The vault folder [env: VAULT_BRAIN_VAULT].",
-                 show_default=False),
+    typer.Option(
+        "--vault", "-v", help="The vault folder [env: VAULT_BRAIN_VAULT].", show_default=False
+    ),
 ]
 ConfigOpt = Annotated[
     str | None,
-    typer.Option("--config", "-c", help="A config.toml (default: <vault>/.vault-brain/config.toml) "
-                 "[env: VAULT_BRAIN_CONFIG].", show_default=False),
+    typer.Option(
+        "--config",
+        "-c",
+        help="A config.toml (default: <vault>/.vault-brain/config.toml) [env: VAULT_BRAIN_CONFIG].",
+        show_default=False,
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
@@ -72,6 +76,7 @@ def _progress_bar(label: str):
     """A rich progress bar on a terminal (notes/s, ETA); nothing when not a TTY."""
     if not sys.stderr.isatty():
         return None
+    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -80,11 +85,15 @@ def _progress_bar(label: str):
         TimeRemainingColumn,
         TransferSpeedColumn,
     )
-    from rich.console import Console
 
     progress = Progress(
-        TextColumn(label), BarColumn(), MofNCompleteColumn(), TransferSpeedColumn(),
-        TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
     )
     return progress
 
@@ -130,7 +139,9 @@ def init(vault: VaultOpt = None, config: ConfigOpt = None) -> None:
 def index(
     vault: VaultOpt = None,
     config: ConfigOpt = None,
-    full: Annotated[bool, typer.Option("--full", help="Re-parse every note, changed or not.")] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="Re-parse every note, changed or not.")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Bring the index in step with the vault (incremental; --full rebuilds every note)."""
@@ -143,8 +154,12 @@ def index(
         if pending:
             vectors = _run_with_progress("embedding", lambda cb: _embed_all(brain, pending, cb))
         status = brain.status()
-    result = {**dataclasses.asdict(report), "vectors_written": vectors,
-              "pending_vectors": status.pending_vectors, "last_error": status.last_error}
+    result = {
+        **dataclasses.asdict(report),
+        "vectors_written": vectors,
+        "pending_vectors": status.pending_vectors,
+        "last_error": status.last_error,
+    }
     result.pop("changed_paths", None)
     if json_out:
         _dump(result)
@@ -180,7 +195,10 @@ def search(
     config: ConfigOpt = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=100)] = 8,
     mode: Annotated[str | None, typer.Option(help="hybrid | fts | vector")] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag", help="Only notes with this tag (repeat for several).")] = None,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option("--tag", help="Only notes with this tag (repeat for several)."),
+    ] = None,
     folder: Annotated[str | None, typer.Option(help="Only notes in this folder.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -203,8 +221,13 @@ def search(
     finally:
         lock.release()
     if json_out:
-        _dump({"results": [dataclasses.asdict(h) for h in result.hits], "mode": result.mode,
-               "degraded": result.degraded})
+        _dump(
+            {
+                "results": [dataclasses.asdict(h) for h in result.hits],
+                "mode": result.mode,
+                "degraded": result.degraded,
+            }
+        )
         return
     if result.degraded:
         typer.echo(f"(full text only: {result.reason})", err=True)
@@ -219,7 +242,9 @@ def search(
 
 @app.command()
 def get(
-    ref: Annotated[str, typer.Argument(metavar="ID_OR_PATH", help="A note id or vault-relative path.")],
+    ref: Annotated[
+        str, typer.Argument(metavar="ID_OR_PATH", help="A note id or vault-relative path.")
+    ],
     vault: VaultOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
@@ -267,8 +292,13 @@ def status(vault: VaultOpt = None, config: ConfigOpt = None, json_out: JsonOpt =
 def watch(
     vault: VaultOpt = None,
     config: ConfigOpt = None,
-    poll: Annotated[bool, typer.Option("--poll", help="Poll instead of native events (network drives, WSL).")] = False,
-    debounce: Annotated[int | None, typer.Option("--debounce", metavar="MS", help="Quiet time per path before syncing.")] = None,
+    poll: Annotated[
+        bool, typer.Option("--poll", help="Poll instead of native events (network drives, WSL).")
+    ] = False,
+    debounce: Annotated[
+        int | None,
+        typer.Option("--debounce", metavar="MS", help="Quiet time per path before syncing."),
+    ] = None,
 ) -> None:
     """Keep the index in step with the vault until Ctrl-C (JSON log lines on stderr)."""
     overrides: dict[str, Any] = {"poll": poll or None, "debounce_ms": debounce}
@@ -284,9 +314,19 @@ def watch(
 def serve(
     vault: VaultOpt = None,
     config: ConfigOpt = None,
-    stdio: Annotated[bool, typer.Option("--stdio", help="MCP over stdin/stdout (Claude Desktop, Claude Code, Cursor).")] = False,
-    http: Annotated[bool, typer.Option("--http", help="MCP Streamable HTTP at /mcp (Open WebUI, shared servers).")] = False,
-    host: Annotated[str | None, typer.Option(help="HTTP bind address [default: 127.0.0.1].")] = None,
+    stdio: Annotated[
+        bool,
+        typer.Option(
+            "--stdio", help="MCP over stdin/stdout (Claude Desktop, Claude Code, Cursor)."
+        ),
+    ] = False,
+    http: Annotated[
+        bool,
+        typer.Option("--http", help="MCP Streamable HTTP at /mcp (Open WebUI, shared servers)."),
+    ] = False,
+    host: Annotated[
+        str | None, typer.Option(help="HTTP bind address [default: 127.0.0.1].")
+    ] = None,
     port: Annotated[int | None, typer.Option(help="HTTP port [default: 8080].")] = None,
 ) -> None:
     """Serve the six memory tools over MCP (and keep the index in step with the vault)."""

@@ -10,9 +10,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from vault_brain.errors import ConfigError
 
@@ -180,8 +181,9 @@ def _field_kinds(section: Any) -> dict[str, type]:
     return kinds
 
 
-def _apply(settings: Settings, values: Mapping[str, Mapping[str, Any]], origin: str,
-           problems: list[str]) -> None:
+def _apply(
+    settings: Settings, values: Mapping[str, Mapping[str, Any]], origin: str, problems: list[str]
+) -> None:
     for section_name, section_values in values.items():
         section = getattr(settings, section_name, None)
         if section is None or not dataclasses.is_dataclass(section):
@@ -209,7 +211,7 @@ def _env_values(env: Mapping[str, str], settings: Settings) -> dict[str, dict[st
         if name in ENV_SHORTCUTS:
             section, key = ENV_SHORTCUTS[name]
         else:
-            rest = name[len("VAULT_BRAIN_"):].lower()
+            rest = name[len("VAULT_BRAIN_") :].lower()
             section, _, key = rest.partition("_")
             if section not in sections or not key:
                 continue  # not ours (e.g. VAULT_BRAIN_CONFIG); unknown names are not errors
@@ -223,17 +225,29 @@ def _validate(s: Settings, problems: list[str]) -> None:
         if value not in allowed:
             problems.append(f"{section}.{key}: {value!r} is not one of {', '.join(allowed)}")
     positive = [
-        ("vault", "max_file_bytes"), ("chunk", "max_tokens"), ("embed", "batch_size"),
-        ("embed", "concurrency"), ("embed", "timeout_seconds"), ("search", "rrf_k"),
-        ("search", "limit"), ("summary", "max_chars"), ("write", "max_content_chars"),
-        ("server", "max_body_bytes"), ("summary", "timeout_seconds"),
+        ("vault", "max_file_bytes"),
+        ("chunk", "max_tokens"),
+        ("embed", "batch_size"),
+        ("embed", "concurrency"),
+        ("embed", "timeout_seconds"),
+        ("search", "rrf_k"),
+        ("search", "limit"),
+        ("summary", "max_chars"),
+        ("write", "max_content_chars"),
+        ("server", "max_body_bytes"),
+        ("summary", "timeout_seconds"),
         ("watch", "poll_interval_seconds"),
     ]
     for section, key in positive:
         if getattr(getattr(s, section), key) <= 0:
             problems.append(f"{section}.{key}: must be greater than 0")
-    for section, key in [("chunk", "overlap"), ("chunk", "min_tokens"), ("embed", "dimension"),
-                         ("watch", "debounce_ms"), ("index", "fresh_read_seconds")]:
+    for section, key in [
+        ("chunk", "overlap"),
+        ("chunk", "min_tokens"),
+        ("embed", "dimension"),
+        ("watch", "debounce_ms"),
+        ("index", "fresh_read_seconds"),
+    ]:
         if getattr(getattr(s, section), key) < 0:
             problems.append(f"{section}.{key}: must be 0 or more")
     if s.chunk.overlap >= s.chunk.max_tokens:
@@ -246,8 +260,9 @@ def _validate(s: Settings, problems: list[str]) -> None:
         problems.append(f"embed.base_url: required when embed.provider = {s.embed.provider!r}")
     if s.summary.provider in ("ollama", "openai"):
         if not s.summary.base_url:
-            problems.append(f"summary.base_url: required when summary.provider = "
-                            f"{s.summary.provider!r}")
+            problems.append(
+                f"summary.base_url: required when summary.provider = {s.summary.provider!r}"
+            )
         if not s.summary.model:
             problems.append("summary.model: required when a summary provider is set")
     if s.embed.provider in ("ollama", "openai") and not s.embed.model:

@@ -30,12 +30,11 @@ from vault_brain.index.search import (
     fuse_rrf,
     make_snippet,
 )
-from vault_brain.index.sync import SyncReport, Syncer, text_hash
+from vault_brain.index.sync import Syncer, SyncReport, text_hash
 from vault_brain.index.text import fts_query, query_terms
 from vault_brain.index.vectors import embed_batch, vectors_ready
 from vault_brain.vault import writer
 from vault_brain.vault.note import UnreadableNote, parse_note
-from vault_brain.vault.paths import resolve_note_path
 from vault_brain.vault.render import render_new_note, render_update
 from vault_brain.vault.secrets import find_secret
 
@@ -192,14 +191,22 @@ class Brain:
 
     # -- sync --------------------------------------------------------------------------
 
-    def sync(self, *, full: bool = False, progress: Callable[[int, int], None] | None = None
-             ) -> SyncReport:
+    def sync(
+        self, *, full: bool = False, progress: Callable[[int, int], None] | None = None
+    ) -> SyncReport:
         """Bring the index in step with the vault: stat pass, hash, re-index what changed."""
         with self._write_lock:
             report = self._syncer.sync_all(full=full, progress=progress)
             self._last_sync = time.monotonic()
-        log.event("sync", scanned=report.scanned, added=report.added, updated=report.updated,
-                  removed=report.removed, skipped=report.skipped, ms=report.ms)
+        log.event(
+            "sync",
+            scanned=report.scanned,
+            added=report.added,
+            updated=report.updated,
+            removed=report.removed,
+            skipped=report.skipped,
+            ms=report.ms,
+        )
         return report
 
     def sync_paths(self, paths: Iterable[str]) -> SyncReport:
@@ -219,8 +226,14 @@ class Brain:
         with self._write_lock:
             report = self._syncer.sync_paths(rels)
         if report.changed:
-            log.event("sync_paths", paths=len(rels), added=report.added, updated=report.updated,
-                      removed=report.removed, ms=report.ms)
+            log.event(
+                "sync_paths",
+                paths=len(rels),
+                added=report.added,
+                updated=report.updated,
+                removed=report.removed,
+                ms=report.ms,
+            )
         return report
 
     def maybe_sync(self) -> None:
@@ -303,8 +316,14 @@ class Brain:
         else:
             fused = list(fts or vec)
         hits = self._hits(conn, fused[:limit], query)
-        log.event("search", mode=mode, results=len(hits), degraded=degraded,
-                  query=log.cut(query), ms=round((time.perf_counter() - started) * 1000, 1))
+        log.event(
+            "search",
+            mode=mode,
+            results=len(hits),
+            degraded=degraded,
+            query=log.cut(query),
+            ms=round((time.perf_counter() - started) * 1000, 1),
+        )
         return SearchResult(hits, mode, degraded, reason)
 
     def _vector_arm(
@@ -333,8 +352,17 @@ class Brain:
             if info is None:
                 continue
             _, text = texts.get(h.chunk_rowid, ("", ""))
-            out.append(Hit(info.id, info.title, info.path, info.summary,
-                           make_snippet(text, terms), round(h.score, 4), info.updated))
+            out.append(
+                Hit(
+                    info.id,
+                    info.title,
+                    info.path,
+                    info.summary,
+                    make_snippet(text, terms),
+                    round(h.score, 4),
+                    info.updated,
+                )
+            )
         return out
 
     # -- reading -----------------------------------------------------------------------
@@ -384,14 +412,24 @@ class Brain:
         sources = store.notes_by_rowids(conn, store.backlink_rowids(conn, info))
         for src in sorted(sources.values(), key=lambda n: n.path):
             links = store.note_links(conn, src.rowid)
-            if any((t := store.resolve_link(conn, ln.target)) and t.rowid == info.rowid
-                   for ln in links):
+            if any(
+                (t := store.resolve_link(conn, ln.target)) and t.rowid == info.rowid for ln in links
+            ):
                 backlinks.append(NoteRef(src.id, src.title, src.path))
         return NoteView(
-            id=info.id, title=note.title, path=info.path, summary=info.summary,
-            tags=list(note.tags), aliases=list(note.aliases), created=note.created,
-            updated=note.updated or info.updated, version=note.version, content=content,
-            truncated=truncated, links_out=links_out, backlinks=backlinks,
+            id=info.id,
+            title=note.title,
+            path=info.path,
+            summary=info.summary,
+            tags=list(note.tags),
+            aliases=list(note.aliases),
+            created=note.created,
+            updated=note.updated or info.updated,
+            version=note.version,
+            content=content,
+            truncated=truncated,
+            links_out=links_out,
+            backlinks=backlinks,
         )
 
     def list(
@@ -423,14 +461,18 @@ class Brain:
             if p.exists()
         )
         return Status(
-            vault=str(self.root), index_path=str(self.index_path), notes=c["notes"],
+            vault=str(self.root),
+            index_path=str(self.index_path),
+            notes=c["notes"],
             chunks=c["chunks"],
             vectors=c["vectors"] if vectors_ready(conn, self.embedder) else 0,
             pending_vectors=c["pending_vectors"] if self.embedder else 0,
             pending_summaries=c["pending_summaries"],
             embedding=self.embedder.name if self.embedder else None,
             dimension=int(dim) if dim and model == getattr(self.embedder, "name", None) else None,
-            index_bytes=size, indexer=self.indexer, last_error=self._embed_error,
+            index_bytes=size,
+            indexer=self.indexer,
+            last_error=self._embed_error,
         )
 
     def snapshot(self) -> dict[str, list[tuple]]:
@@ -499,10 +541,16 @@ class Brain:
             while store.note_by_id(self._conn, note_id) is not None:
                 note_id = _new_id()
             data = render_new_note(
-                id=note_id, title=title, content=content or "", summary=summary or "",
-                tags=clean_tags, now=_now(),
+                id=note_id,
+                title=title,
+                content=content or "",
+                summary=summary or "",
+                tags=clean_tags,
+                now=_now(),
             )
-            rel = writer.create_note_file(self.root, folder or "", title, data, allowed)
+            # With allowed_folders set, a save with no folder goes to the first of them.
+            target = folder or (allowed[0] if allowed else "")
+            rel = writer.create_note_file(self.root, target, title, data, allowed)
             self._syncer.sync_paths([rel])
         info = store.note_by_path(self._reader(), rel)
         version = info.version if info else ""
@@ -536,7 +584,6 @@ class Brain:
             raise InvalidInput("title is empty")
         clean_tags = self._check_tags(tags)
         info = self._find(self._reader(), ref)
-        self._check_allowed(info.path)
         with self._write_lock:
             path = self.root / info.path
             try:
@@ -545,10 +592,22 @@ class Brain:
                 self._syncer.sync_paths([info.path])
                 raise NotFound(f"{info.path} is no longer in the vault") from exc
             new = render_update(
-                raw, content=content, append=append, summary=summary, tags=clean_tags,
-                title=title.strip() if title else None, now=_now(), id=info.id,
+                raw,
+                content=content,
+                append=append,
+                summary=summary,
+                tags=clean_tags,
+                title=title.strip() if title else None,
+                now=_now(),
+                id=info.id,
             )
-            new_version = writer.replace_note_file(self.root, info.path, version, new)
+            new_version = writer.replace_note_file(
+                self.root,
+                info.path,
+                version,
+                new,
+                allowed_folders=self.settings.write.allowed_folders,
+            )
             self._syncer.sync_paths([info.path])
         log.event("update", id=info.id, path=info.path)
         return SaveResult(info.id, info.path, new_version)
@@ -558,15 +617,16 @@ class Brain:
         if not version:
             raise InvalidInput("version is required: get the note first")
         info = self._find(self._reader(), ref)
-        self._check_allowed(info.path)
         with self._write_lock:
-            trashed = writer.trash_note_file(self.root, info.path, version)
+            trashed = writer.trash_note_file(
+                self.root,
+                info.path,
+                version,
+                allowed_folders=self.settings.write.allowed_folders,
+            )
             self._syncer.sync_paths([info.path])
         log.event("delete", id=info.id, path=info.path, trashed_to=trashed)
         return trashed
-
-    def _check_allowed(self, rel: str) -> None:
-        resolve_note_path(self.root, rel, allowed_folders=self.settings.write.allowed_folders)
 
     # -- lifecycle ---------------------------------------------------------------------
 

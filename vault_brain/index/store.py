@@ -83,6 +83,13 @@ def load_stats(conn: Connection) -> dict[str, StoredStat]:
     return {r[0]: StoredStat(r[1], r[2], r[3], r[4]) for r in rows}
 
 
+def load_stat(conn: Connection, path: str) -> StoredStat | None:
+    row = conn.execute(
+        "SELECT rowid, mtime_ns, size, content_hash FROM notes WHERE path = ?", (path,)
+    ).fetchone()
+    return StoredStat(*row) if row else None
+
+
 def touch_note(conn: Connection, rowid: int, mtime_ns: int, size: int) -> None:
     conn.execute("UPDATE notes SET mtime_ns = ?, size = ? WHERE rowid = ?", (mtime_ns, size, rowid))
 
@@ -93,7 +100,9 @@ def id_holder(conn: Connection, note_id: str) -> str | None:
 
 
 def _drop_note_parts(conn: Connection, rowid: int, has_vectors: bool) -> None:
-    chunk_ids = [r[0] for r in conn.execute("SELECT rowid FROM chunks WHERE note_rowid = ?", (rowid,))]
+    chunk_ids = [
+        r[0] for r in conn.execute("SELECT rowid FROM chunks WHERE note_rowid = ?", (rowid,))
+    ]
     if chunk_ids:
         marks = ",".join("?" * len(chunk_ids))
         conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", chunk_ids)
@@ -161,10 +170,23 @@ def upsert_note(
     """Replace everything stored for note.path. Caller holds the transaction."""
     row = conn.execute("SELECT rowid FROM notes WHERE path = ?", (note.path,)).fetchone()
     values = (
-        note.id, note.title, note.summary, note.lead, note.created, note.updated,
-        note.sort_time, note.folder, note.stem_key, note.path_key,
-        json.dumps(list(note.aliases), ensure_ascii=False), note.mtime_ns, note.size,
-        note.content_hash, note.body_hash, note.version, 1 if note.summary_pending else 0,
+        note.id,
+        note.title,
+        note.summary,
+        note.lead,
+        note.created,
+        note.updated,
+        note.sort_time,
+        note.folder,
+        note.stem_key,
+        note.path_key,
+        json.dumps(list(note.aliases), ensure_ascii=False),
+        note.mtime_ns,
+        note.size,
+        note.content_hash,
+        note.body_hash,
+        note.version,
+        1 if note.summary_pending else 0,
     )
     if row is not None:
         rowid = row[0]
@@ -243,9 +265,17 @@ class NoteInfo:
 def _info(row: Sequence) -> NoteInfo:
     summary = row[4] or row[5] or row[6] or ""
     return NoteInfo(
-        rowid=row[0], id=row[1], path=row[2], title=row[3], summary=summary, created=row[7],
-        updated=row[8] or row[9], sort_time=row[9], aliases=tuple(json.loads(row[10] or "[]")),
-        version=row[11], folder=row[12],
+        rowid=row[0],
+        id=row[1],
+        path=row[2],
+        title=row[3],
+        summary=summary,
+        created=row[7],
+        updated=row[8] or row[9],
+        sort_time=row[9],
+        aliases=tuple(json.loads(row[10] or "[]")),
+        version=row[11],
+        folder=row[12],
     )
 
 
@@ -288,7 +318,10 @@ def list_notes(
 
 
 def note_tags(conn: Connection, rowid: int) -> list[str]:
-    return [r[0] for r in conn.execute("SELECT tag FROM tags WHERE note_rowid = ? ORDER BY tag", (rowid,))]
+    return [
+        r[0]
+        for r in conn.execute("SELECT tag FROM tags WHERE note_rowid = ? ORDER BY tag", (rowid,))
+    ]
 
 
 def note_links(conn: Connection, rowid: int) -> list[LinkRow]:
@@ -329,7 +362,10 @@ def backlink_rowids(conn: Connection, info: NoteInfo) -> list[int]:
     """Notes whose links may point at this note (the caller confirms by resolving)."""
     stem = info.path.rsplit("/", 1)[-1]
     stem = stem[:-3] if stem.lower().endswith(".md") else stem
-    keys = {stem.lower(), info.path[:-3].lower() if info.path.lower().endswith(".md") else info.path.lower()}
+    keys = {
+        stem.lower(),
+        info.path[:-3].lower() if info.path.lower().endswith(".md") else info.path.lower(),
+    }
     keys |= {a.lower() for a in info.aliases}
     marks = ",".join("?" * len(keys))
     rows = conn.execute(
@@ -341,7 +377,12 @@ def backlink_rowids(conn: Connection, info: NoteInfo) -> list[int]:
 
 
 def note_body_chunks(conn: Connection, rowid: int) -> list[str]:
-    return [r[0] for r in conn.execute("SELECT text FROM chunks WHERE note_rowid = ? ORDER BY ordinal", (rowid,))]
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT text FROM chunks WHERE note_rowid = ? ORDER BY ordinal", (rowid,)
+        )
+    ]
 
 
 def note_with_body(conn: Connection, body_hash: str) -> NoteInfo | None:
@@ -434,9 +475,7 @@ def chunk_texts(conn: Connection, chunk_rowids: Sequence[int]) -> dict[int, tupl
 
 
 def has_vector_table(conn: Connection) -> bool:
-    row = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE name = ?", (VECTOR_TABLE,)
-    ).fetchone()
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (VECTOR_TABLE,)).fetchone()
     return row is not None
 
 
@@ -490,9 +529,7 @@ def cached_vectors(conn: Connection, model: str, hashes: Sequence[str]) -> dict[
     return out
 
 
-def store_vectors(
-    conn: Connection, model: str, items: Sequence[tuple[int, str, bytes]]
-) -> None:
+def store_vectors(conn: Connection, model: str, items: Sequence[tuple[int, str, bytes]]) -> None:
     """items: (chunk_rowid, text_hash, float32 bytes). Caller holds the transaction."""
     conn.executemany(
         "INSERT OR IGNORE INTO embed_cache(model, text_hash, vector) VALUES (?, ?, ?)",

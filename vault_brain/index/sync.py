@@ -5,14 +5,16 @@ with its neighbours), so the index never holds half a note."""
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
 import posixpath
 import time
-from stat import S_ISREG as stat_is_file
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from stat import S_ISREG as stat_is_file
 
 from vault_brain import log
 from vault_brain.config import Settings
@@ -20,11 +22,13 @@ from vault_brain.index import store
 from vault_brain.index.chunking import chunk_note
 from vault_brain.index.db import Connection
 from vault_brain.index.text import fts_text
-from vault_brain.vault.note import Note, UnreadableNote, parse_note
+from vault_brain.vault.note import Note, UnreadableNote, derived_id, parse_note
 from vault_brain.vault.scan import FileStat, is_ignored, scan_vault
 
 Progress = Callable[[int, int], None]
 
+PARALLEL_MIN = 400  # files to parse before worker processes pay for their start-up
+MAX_WORKERS = 4
 BATCH_NOTES = 200  # notes per transaction: each note is whole, commits stay cheap
 BATCH_SECONDS = 0.5  # ... and short, so another process's save never waits long
 
@@ -198,12 +202,18 @@ class Syncer:
             and not any(p == d or p.startswith(d.rstrip("/") + "/") for d in unreadable_dirs)
         ]
         candidates = [
-            f for p, f in on_disk.items()
-            if full or p not in indexed
+            f
+            for p, f in on_disk.items()
+            if full
+            or p not in indexed
             or (indexed[p].mtime_ns, indexed[p].size) != (f.mtime_ns, f.size)
         ]
         report.unchanged = len(on_disk) - len(candidates)
         total = len(candidates)
+        jobs = [
+            (stat, None if full or stat.path not in indexed else indexed[stat.path].content_hash)
+            for stat in candidates
+        ]
         with _Batch(self.conn) as batch:
             # Deletions first: a moved note frees its id before its new path claims it.
             for path in gone:
@@ -211,69 +221,130 @@ class Syncer:
                 report.removed += 1
                 report.changed_paths.append(path)
                 batch.tick()
-            for done, stat in enumerate(candidates, 1):
-                self._index_one(stat, indexed.get(stat.path), report, full, has_vectors)
+            for done, prepared in enumerate(self._prepare_all(jobs), 1):
+                self._store(prepared, indexed.get(prepared.stat.path), report, has_vectors)
                 batch.tick()
                 if progress is not None:
                     progress(done, total)
         return report
 
-    def _index_one(
+    def _prepare_all(self, jobs: list[tuple[FileStat, str | None]]) -> Iterator[Prepared]:
+        """Read, parse and chunk: in worker processes when there is a lot of it (parsing is
+        CPU-bound Python), in this process otherwise. Results come back in order."""
+        workers = min(MAX_WORKERS, os.cpu_count() or 1)
+        if len(jobs) < PARALLEL_MIN or workers < 2:
+            for stat, known in jobs:
+                yield prepare(self.root, stat, known, self.settings, self.summarize)
+            return
+        context = multiprocessing.get_context("spawn")  # safe beside threads, on every OS
+        with ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=context,
+            initializer=_init_worker,
+            initargs=(self.settings, self.summarize),
+        ) as pool:
+            yield from pool.map(_prepare_in_worker, jobs, chunksize=32)
+
+    def _store(
         self,
-        stat: FileStat,
+        prepared: Prepared,
         known: store.StoredStat | None,
         report: SyncReport,
-        full: bool,
         has_vectors: bool,
     ) -> None:
-        try:
-            raw = (self.root / stat.path).read_bytes()
-        except OSError as exc:
+        stat = prepared.stat
+        if prepared.kind == "unreadable":
             # A transient read error must not drop what the index already holds.
-            log.warn("file_unreadable", path=stat.path, error=exc.__class__.__name__)
+            log.warn("file_unreadable", path=stat.path, error=prepared.reason)
             report.skipped += 1
-            return
-        digest = hashlib.blake2b(raw, digest_size=16).hexdigest()
-        if known is not None and known.content_hash == digest and not full:
+        elif prepared.kind == "same" and known is not None:
             store.touch_note(self.conn, known.rowid, stat.mtime_ns, stat.size)
             report.unchanged += 1
-            return
-        try:
-            note = parse_note(stat.path, raw)
-        except UnreadableNote as exc:
-            log.warn("file_skipped", path=stat.path, reason=str(exc))
+        elif prepared.kind == "invalid":
+            log.warn("file_skipped", path=stat.path, reason=prepared.reason)
             report.skipped += 1
             if known is not None:
                 store.delete_note(self.conn, known.rowid, has_vectors=has_vectors)
                 report.removed += 1
-            return
-        for warning in note.warnings:
-            log.warn("note_warning", path=stat.path, warning=warning)
-        note = self._unique_id(note)
-        row, chunks, links = build_rows(note, stat, self.settings, self.summarize)
-        store.upsert_note(self.conn, row, chunks, note.tags, links, has_vectors=has_vectors)
-        if known is None:
-            report.added += 1
-        else:
-            report.updated += 1
-        report.changed_paths.append(stat.path)
+        elif prepared.note is not None and prepared.rows is not None:
+            note = prepared.note
+            for warning in note.warnings:
+                log.warn("note_warning", path=stat.path, warning=warning)
+            row, chunks, links = prepared.rows
+            unique = self._unique_id(note)
+            if unique != note.id:
+                row = replace(row, id=unique)
+            store.upsert_note(self.conn, row, chunks, note.tags, links, has_vectors=has_vectors)
+            if known is None:
+                report.added += 1
+            else:
+                report.updated += 1
+            report.changed_paths.append(stat.path)
 
-    def _unique_id(self, note: Note) -> Note:
+    def _unique_id(self, note: Note) -> str:
         """Two files claiming one id (a copied note): the later one gets a derived id."""
-        from dataclasses import replace
-
-        from vault_brain.vault.note import derived_id
-
         holder = store.id_holder(self.conn, note.id)
         if holder is None or holder == note.path:
-            return note
+            return note.id
+        if not (self.root / holder).exists():
+            # The holder's file is gone (a move whose old path we have not heard about yet):
+            # the id moves with the note.
+            stale = store.load_stat(self.conn, holder)
+            if stale is not None:
+                store.delete_note(
+                    self.conn, stale.rowid, has_vectors=store.has_vector_table(self.conn)
+                )
+            return note.id
         candidate = derived_id(note.path)
         n = 1
         while (h := store.id_holder(self.conn, candidate)) is not None and h != note.path:
             n += 1
             candidate = derived_id(f"{note.path}#{n}")
         log.warn("duplicate_id", path=note.path, id=note.id, other=holder, used=candidate)
-        return replace(note, id=candidate)
+        return candidate
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One file, read and parsed, ready to store (or the reason it is not)."""
+
+    stat: FileStat
+    kind: str  # "index" | "same" (bytes unchanged) | "unreadable" (I/O) | "invalid" (not UTF-8)
+    note: Note | None = None
+    rows: tuple[store.NoteRow, list[store.ChunkRow], list[store.LinkRow]] | None = None
+    reason: str = ""
+
+
+def prepare(
+    root: Path, stat: FileStat, known_hash: str | None, settings: Settings, summarize: bool
+) -> Prepared:
+    """Everything about one file that needs no database: pure, so it can run anywhere."""
+    try:
+        raw = (root / stat.path).read_bytes()
+    except OSError as exc:
+        return Prepared(stat, "unreadable", reason=exc.__class__.__name__)
+    if known_hash is not None and hashlib.blake2b(raw, digest_size=16).hexdigest() == known_hash:
+        return Prepared(stat, "same")
+    try:
+        note = parse_note(stat.path, raw)
+    except UnreadableNote as exc:
+        return Prepared(stat, "invalid", reason=str(exc))
+    return Prepared(stat, "index", note, build_rows(note, stat, settings, summarize))
+
+
+_worker_context: tuple[Settings, bool] | None = None
+
+
+def _init_worker(settings: Settings, summarize: bool) -> None:
+    global _worker_context
+    _worker_context = (settings, summarize)
+    log.set_quiet(True)
+
+
+def _prepare_in_worker(job: tuple[FileStat, str | None]) -> Prepared:
+    assert _worker_context is not None
+    settings, summarize = _worker_context
+    return prepare(settings.vault_path, job[0], job[1], settings, summarize)
 
 
 def _prefixed(f: FileStat, prefix: str) -> FileStat:

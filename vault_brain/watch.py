@@ -1,0 +1,603 @@
+"""Live sync: filesystem events → debounced `Brain.sync_paths`, one indexer per vault.
+
+People edit in Obsidian while models read, so the index follows each save within a
+blink and costs nothing while idle (threads sleep on conditions, never spin). Events only
+say *which* paths to look at; `Brain` re-reads the files, so lost, doubled or reordered
+events cannot make the index wrong, and whenever events may have been lost (start,
+observer error, kernel queue overflow) one full stat-pass reconcile sets things right.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from watchdog.events import (
+    DirAttribEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileAttribEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
+from watchdog.observers.polling import PollingObserver
+
+from vault_brain import log
+from vault_brain.config import Settings
+from vault_brain.lock import IndexerLock, indexer_lock_path
+from vault_brain.vault.scan import is_ignored, is_markdown
+
+if TYPE_CHECKING:
+    from vault_brain.service import Brain
+
+# Opened/closed-without-write events are left out: the indexer's own reads must not wake it.
+WATCHED_EVENTS: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileClosedEvent,
+    FileAttribEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    DirCreatedEvent,
+    DirAttribEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
+LOCK_RETRY_SECONDS = 2.0  # a reader takes over within this long after the indexer dies
+HEALTH_CHECK_SECONDS = 5.0  # how often an idle watcher checks that its observer still runs
+MAX_WAIT_SECONDS = 2.0  # a path that never goes quiet is still synced this often
+EMBED_IDLE_SECONDS = 60.0  # retry pending vectors this often even with no new edits
+BACKOFF_MAX_SECONDS = 60.0
+RECENT_BATCHES = 200
+
+
+@dataclass
+class _Dirty:
+    first: float
+    last: float
+    folder: bool
+
+
+@dataclass(frozen=True)
+class WatchStats:
+    """Counters for status lines, tests and the latency benchmark."""
+
+    role: str  # "indexer" | "reader" | "stopped"
+    batches: int
+    paths_synced: int
+    reconciles: int
+    errors: int
+    pending: int
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: Watcher) -> None:
+        self._watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        self._watcher._on_event(event)
+
+
+class _WatchdogLogHook(logging.Handler):
+    """watchdog reports queue overflow and snapshot failures only as log warnings."""
+
+    def __init__(self, watcher: Watcher) -> None:
+        super().__init__(level=logging.WARNING)
+        self._watcher = watcher
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed record must not break the observer thread
+            message = str(record.msg)
+        log.warn("watch_observer_warning", source=record.name, message=log.cut(message, 200))
+        self._watcher.request_reconcile("observer_warning")
+
+
+class Watcher:
+    """Keeps one vault's index equal to its files while running (a thread, not a process).
+
+    Indexer role (this process holds the vault's indexer lock): a watchdog observer feeds
+    dirty paths to a worker thread that calls `brain.sync_paths` once per quiet batch, and
+    a second thread catches up vectors with `brain.embed_pending`. Reader role (another
+    process indexes): a thread retries the lock every LOCK_RETRY_SECONDS and promotes this
+    process when the holder is gone.
+    """
+
+    def __init__(
+        self,
+        brain: Brain,
+        settings: Settings,
+        *,
+        lock: IndexerLock | None = None,
+        embed_batch: int | None = None,
+        lock_retry_seconds: float = LOCK_RETRY_SECONDS,
+        health_check_seconds: float = HEALTH_CHECK_SECONDS,
+    ) -> None:
+        self.brain = brain
+        self.settings = settings
+        self.lock = lock if lock is not None else IndexerLock(indexer_lock_path(settings))
+        self._root = str(settings.vault_path)
+        self._prefix = self._root.rstrip(os.sep) + os.sep
+        self._ignore = tuple(settings.vault.ignore)
+        self._index_dir = self._index_dir_rel(settings)
+        self._debounce = max(0.0, settings.watch.debounce_ms / 1000.0)
+        self._max_wait = max(MAX_WAIT_SECONDS, 4 * self._debounce)
+        # Paths due this soon ride along: one folder move's sub-events land in one batch.
+        self._slack = self._debounce / 2
+        self._lock_retry = lock_retry_seconds
+        self._health_every = health_check_seconds
+        self._embed_batch = embed_batch or max(1, settings.embed.batch_size) * 4
+
+        self._cond = threading.Condition()
+        self._pending: dict[str, _Dirty] = {}
+        self._reconcile_at: float | None = None
+        self._reconcile_reason = ""
+        self._backoff = 0.0
+        self._busy = False
+        self._stopping = False
+        self._started = False
+        self._role = "stopped"
+        self._next_health = 0.0
+        self._last_folders: set[str] = set()
+
+        self._stop_event = threading.Event()
+        self._embed_wake = threading.Event()
+        self._role_lock = threading.Lock()
+        self._observer: BaseObserver | None = None
+        self._handler = _Handler(self)
+        self._log_hook = _WatchdogLogHook(self)
+        self._threads: list[threading.Thread] = []
+
+        self._batches = 0
+        self._paths_synced = 0
+        self._reconciles = 0
+        self._errors = 0
+        self.recent_batches: deque[tuple[str, ...]] = deque(maxlen=RECENT_BATCHES)
+
+    # ----------------------------------------------------------------- lifecycle
+
+    @property
+    def role(self) -> str:
+        return self._role
+
+    @property
+    def is_indexer(self) -> bool:
+        return self._role == "indexer"
+
+    def start(self) -> None:
+        """Take the indexer role if free, else wait for it as a reader. Returns at once."""
+        with self._role_lock:
+            if self._started:
+                return
+            self._started = True
+            self._stop_event.clear()
+            if self.lock.try_acquire():
+                self._become_indexer_locked()
+                return
+            self._role = "reader"
+            log.event("watch_reader", lock=str(self.lock.path))
+            self._spawn(self._run_reader, "vault-brain-lock-retry")
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop watching, sync every path still pending, give up the indexer role."""
+        with self._role_lock:
+            if not self._started:
+                return
+            self._started = False
+            self._stop_event.set()
+            observer, self._observer = self._observer, None
+        if observer is not None:
+            observer.stop()
+            if observer.is_alive():
+                observer.join(timeout=10)
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        self._embed_wake.set()
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout)
+        self._threads = []
+        logging.getLogger("watchdog").removeHandler(self._log_hook)
+        self.lock.release()
+        with self._cond:
+            self._stopping = False
+            self._pending.clear()
+            self._reconcile_at = None
+            self._role = "stopped"
+            self._cond.notify_all()
+        log.event("watch_stopped")
+
+    def __enter__(self) -> Watcher:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def request_reconcile(self, reason: str, delay: float = 0.0) -> None:
+        """Schedule one full stat-pass sync (events may have been lost)."""
+        with self._cond:
+            due = time.monotonic() + delay
+            if self._reconcile_at is None or due < self._reconcile_at:
+                self._reconcile_at = due
+                self._reconcile_reason = reason
+            self._cond.notify_all()
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Block until nothing is pending or running; False on timeout.
+
+        Events still in flight inside the OS or the observer are not seen here: callers
+        that just touched files wait a little (a poll interval when polling) first.
+        """
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._pending or self._busy or self._reconcile_at is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
+    def stats(self) -> WatchStats:
+        with self._cond:
+            return WatchStats(
+                role=self._role,
+                batches=self._batches,
+                paths_synced=self._paths_synced,
+                reconciles=self._reconciles,
+                errors=self._errors,
+                pending=len(self._pending),
+            )
+
+    def _spawn(self, target: object, name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)  # type: ignore[arg-type]
+        self._threads.append(thread)
+        thread.start()
+
+    def _run_reader(self) -> None:
+        while not self._stop_event.wait(self._lock_retry):
+            try:
+                got = self.lock.try_acquire()
+            except Exception as exc:  # an unreadable index folder: keep reading, retry later
+                log.warn("watch_lock_error", error=log.cut(str(exc), 200))
+                continue
+            if not got:
+                continue
+            with self._role_lock:
+                if not self._started:
+                    self.lock.release()
+                    return
+                log.event("watch_takeover", lock=str(self.lock.path))
+                self._become_indexer_locked()
+            return
+
+    def _become_indexer_locked(self) -> None:
+        promote = getattr(self.brain, "set_indexer", None)
+        if callable(promote):
+            promote(True)
+        self._role = "indexer"
+        logging.getLogger("watchdog").addHandler(self._log_hook)
+        try:
+            self._start_observer()
+        except OSError as exc:
+            log.warn("watch_observer_failed", error=log.cut(str(exc), 200))
+            self._errors += 1
+        self.request_reconcile("start")
+        self._spawn(self._run_worker, "vault-brain-sync")
+        self._spawn(self._run_embedder, "vault-brain-embed")
+        log.event(
+            "watch_started",
+            role="indexer",
+            poll=self.settings.watch.poll,
+            debounce_ms=self.settings.watch.debounce_ms,
+        )
+
+    def _start_observer(self) -> None:
+        if self.settings.watch.poll:
+            observer: BaseObserver = PollingObserver(
+                timeout=self.settings.watch.poll_interval_seconds
+            )
+        else:
+            observer = Observer()
+        observer.schedule(self._handler, self._root, recursive=True, event_filter=WATCHED_EVENTS)
+        observer.start()
+        self._observer = observer
+
+    def _observer_healthy(self) -> bool:
+        observer = self._observer
+        if observer is None or not observer.is_alive():
+            return False
+        return all(emitter.is_alive() for emitter in observer.emitters)
+
+    def _check_observer(self) -> None:
+        with self._role_lock:
+            if not self._started or self._observer_healthy():
+                return
+            log.warn("watch_observer_restart")
+            old, self._observer = self._observer, None
+            if old is not None:
+                old.stop()
+            try:
+                self._start_observer()
+            except OSError as exc:
+                log.warn("watch_observer_failed", error=log.cut(str(exc), 200))
+                with self._cond:
+                    self._errors += 1
+                return
+        self.request_reconcile("observer_restart")
+
+    # -------------------------------------------------------------------- events
+
+    @staticmethod
+    def _index_dir_rel(settings: Settings) -> str | None:
+        try:
+            rel = settings.index_path.parent.relative_to(settings.vault_path)
+        except ValueError:
+            return None
+        return rel.as_posix() if rel.parts else None
+
+    def _relative(self, path: str | bytes) -> str | None:
+        text = os.fsdecode(path)
+        if text == self._root:
+            return ""
+        if not text.startswith(self._prefix):
+            return None
+        rel = text[len(self._prefix) :]
+        return rel.replace(os.sep, "/") if os.sep != "/" else rel
+
+    def _wanted(self, rel: str, folder: bool) -> bool:
+        if not folder and not is_markdown(rel):
+            return False
+        if self._index_dir and (rel == self._index_dir or rel.startswith(self._index_dir + "/")):
+            return False
+        return not is_ignored(rel + "/" if folder else rel, self._ignore)
+
+    def _on_event(self, event: FileSystemEvent) -> None:
+        folder = event.is_directory
+        raw = [event.src_path]
+        if isinstance(event, (FileMovedEvent, DirMovedEvent)) and event.dest_path:
+            raw.append(event.dest_path)
+        marks = []
+        for path in raw:
+            if not path:
+                continue
+            rel = self._relative(path)
+            if rel is None:
+                continue
+            if rel == "":
+                if isinstance(event, DirDeletedEvent):  # the vault itself vanished or moved
+                    self.request_reconcile("vault_root_event", delay=1.0)
+                continue
+            if self._wanted(rel, folder):
+                marks.append(rel)
+        if marks:
+            self._mark(marks, folder)
+
+    def _mark(self, paths: Iterable[str], folder: bool, delay: float = 0.0) -> None:
+        now = time.monotonic() + delay
+        with self._cond:
+            was_empty = not self._pending
+            for rel in paths:
+                dirty = self._pending.get(rel)
+                if dirty is None:
+                    self._pending[rel] = _Dirty(first=now, last=now, folder=folder)
+                else:
+                    dirty.last = max(dirty.last, now)
+                    dirty.folder = dirty.folder or folder
+            if was_empty:
+                self._cond.notify_all()
+
+    # -------------------------------------------------------------------- worker
+
+    def _run_worker(self) -> None:
+        while True:
+            with self._cond:
+                job = self._next_job_locked()
+                if job is None:
+                    self._cond.notify_all()
+                    return
+                self._busy = True
+            kind, payload = job
+            try:
+                if kind == "reconcile":
+                    self._reconcile(payload[0])
+                elif kind == "paths":
+                    self._sync_batch(payload)
+                else:
+                    self._check_observer()
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def _next_job_locked(self) -> tuple[str, tuple[str, ...]] | None:
+        while True:
+            now = time.monotonic()
+            if self._stopping:
+                if self._pending:
+                    return "paths", self._take_locked(list(self._pending))
+                return None
+            if self._reconcile_at is not None and now >= self._reconcile_at:
+                reason = self._reconcile_reason
+                self._reconcile_at = None
+                self._pending.clear()  # the full pass below looks at every file anyway
+                return "reconcile", (reason,)
+            wake = now + self._health_every
+            ready: list[str] = []
+            earliest = wake
+            for rel, dirty in self._pending.items():
+                due = min(dirty.last + self._debounce, dirty.first + self._max_wait)
+                if due <= now + self._slack:
+                    ready.append(rel)
+                    earliest = min(earliest, due)
+                else:
+                    wake = min(wake, due)
+            if ready and earliest <= now:
+                return "paths", self._take_locked(ready)
+            wake = min(wake, earliest)
+            if now >= self._next_health:
+                self._next_health = now + self._health_every
+                return "health", ()
+            wake = min(wake, self._next_health)
+            if self._reconcile_at is not None:
+                wake = min(wake, self._reconcile_at)
+            self._cond.wait(max(0.0, wake - now))
+
+    def _take_locked(self, paths: list[str]) -> tuple[str, ...]:
+        """Pop these paths; a folder in the batch stands for everything under it."""
+        taken = {rel: self._pending.pop(rel) for rel in paths}
+        folders = sorted(rel for rel, dirty in taken.items() if dirty.folder)
+        kept: list[str] = []
+        for rel in folders:  # sorted: a parent comes before its children
+            if not any(rel.startswith(parent + "/") for parent in kept):
+                kept.append(rel)
+        covered = tuple(parent + "/" for parent in kept)
+        files = [rel for rel, d in taken.items() if not d.folder and not rel.startswith(covered)]
+        self._last_folders = set(kept)
+        return tuple(sorted(kept + files))
+
+    def _sync_batch(self, paths: tuple[str, ...]) -> None:
+        started = time.perf_counter()
+        try:
+            report = self.brain.sync_paths(list(paths))
+        except Exception as exc:
+            self._failed("sync_paths", exc)
+            return
+        with self._cond:
+            self._batches += 1
+            self._paths_synced += len(paths)
+            self._backoff = 0.0
+            self.recent_batches.append(paths)
+        log.event(
+            "watch_batch",
+            paths=len(paths),
+            added=report.added,
+            updated=report.updated,
+            removed=report.removed,
+            ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        if report.added or report.updated:
+            self._embed_wake.set()
+        if self.settings.watch.poll and report.added + report.updated + report.removed:
+            self._verify_after_poll(paths)
+
+    def _verify_after_poll(self, paths: tuple[str, ...]) -> None:
+        """Polling only: look again once the poller has had a turn.
+
+        A folder scan or reconcile can see a file that comes and goes between two polls;
+        the poller never reports it, so its row would stay. One more look at the folders
+        after the next poll removes it; the look repeats only while it finds changes.
+        """
+        delay = 1.5 * self.settings.watch.poll_interval_seconds
+        if not paths:
+            self.request_reconcile("poll_verify", delay=delay)
+            return
+        folders = [p for p in paths if p in self._last_folders]
+        if folders:
+            self._mark(folders, True, delay)
+
+    def _reconcile(self, reason: str) -> None:
+        started = time.perf_counter()
+        try:
+            report = self.brain.sync()
+        except Exception as exc:
+            self._failed("sync", exc)
+            return
+        with self._cond:
+            self._reconciles += 1
+            self._backoff = 0.0
+        log.event(
+            "watch_reconcile",
+            reason=reason,
+            scanned=report.scanned,
+            added=report.added,
+            updated=report.updated,
+            removed=report.removed,
+            ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        self._embed_wake.set()
+        if self.settings.watch.poll and report.added + report.updated + report.removed:
+            self._verify_after_poll(())
+
+    def _failed(self, what: str, exc: Exception) -> None:
+        """A failed sync loses no change: a full reconcile follows, with back-off."""
+        with self._cond:
+            self._errors += 1
+            self._backoff = min(BACKOFF_MAX_SECONDS, max(0.5, self._backoff * 2))
+            delay = self._backoff
+        log.warn(
+            "watch_sync_failed",
+            call=what,
+            error=type(exc).__name__,
+            message=log.cut(str(exc), 200),
+            retry_s=delay,
+        )
+        if not self._stop_event.is_set():
+            self.request_reconcile(f"{what}_failed", delay=delay)
+
+    def _run_embedder(self) -> None:
+        backoff = 0.0
+        while True:
+            self._embed_wake.wait(backoff or EMBED_IDLE_SECONDS)
+            self._embed_wake.clear()
+            if self._stop_event.is_set():
+                return
+            try:
+                while not self._stop_event.is_set():
+                    if self.brain.embed_pending(limit=self._embed_batch) <= 0:
+                        break
+                backoff = 0.0
+            except Exception as exc:
+                backoff = min(BACKOFF_MAX_SECONDS * 5, max(1.0, backoff * 2))
+                log.warn(
+                    "watch_embed_failed",
+                    error=type(exc).__name__,
+                    message=log.cut(str(exc), 200),
+                    retry_s=backoff,
+                )
+
+
+def run_watch(brain: Brain, settings: Settings, stop_event: threading.Event | None = None) -> int:
+    """`vault-brain watch`: watch until SIGINT/SIGTERM (or stop_event), then stop cleanly.
+
+    A second signal while stopping falls back to the default handler (Ctrl-C twice kills).
+    """
+    stop = stop_event if stop_event is not None else threading.Event()
+    previous: dict[int, object] = {}
+
+    def on_signal(signum: int, _frame: object) -> None:
+        log.event("watch_signal", signal=signal.Signals(signum).name)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.getsignal(sig)
+            signal.signal(sig, on_signal)
+    watcher = Watcher(brain, settings)
+    try:
+        watcher.start()
+        stop.wait()
+    finally:
+        watcher.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+    return 0
