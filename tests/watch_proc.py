@@ -1,0 +1,132 @@
+"""A watcher in its own process, for the crash, hand-over and permission tests.
+
+As a script: `python tests/watch_proc.py VAULT [--poll] [--debounce MS]` runs
+`vault_brain.watch.run_watch` until SIGINT/SIGTERM, the way `vault-brain watch` does.
+As a module: `WatchProcess` starts one and follows its JSON log lines on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+
+class WatchProcess:
+    def __init__(
+        self,
+        vault: Path,
+        *,
+        poll: bool = False,
+        debounce_ms: int = 50,
+        prefix: Sequence[str] = (),
+    ) -> None:
+        args = [*prefix, sys.executable, __file__, str(vault), "--debounce", str(debounce_ms)]
+        if poll:
+            args.append("--poll")
+        # Its own process group: kill() takes the sync's worker processes down with it,
+        # as a crash of the whole program would (and leaves no orphans behind).
+        self.proc = subprocess.Popen(
+            args,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        self.events: list[dict] = []
+        self.other: list[str] = []  # stderr lines that are not JSON (tracebacks)
+        self._cond = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                record = None
+            with self._cond:
+                if isinstance(record, dict):
+                    self.events.append(record)
+                else:
+                    self.other.append(line.rstrip("\n"))
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def count(self, name: str, **fields: object) -> int:
+        with self._cond:
+            return sum(1 for e in self.events if _matches(e, name, fields))
+
+    def wait_for(self, name: str, timeout: float = 30, after: int = 0, **fields: object) -> dict:
+        """The first log event `name` (with these field values) beyond the first `after`."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                found = [e for e in self.events if _matches(e, name, fields)]
+                if len(found) > after:
+                    return found[after]
+                left = deadline - time.monotonic()
+                if left <= 0 or (self.proc.poll() is not None and not self._reader.is_alive()):
+                    raise AssertionError(
+                        f"no {name} event; exit={self.proc.poll()} other={self.other[-5:]}"
+                    )
+                self._cond.wait(min(left, 0.2))
+
+    def kill(self) -> None:
+        """SIGKILL the watcher and every process it started."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(10)
+
+    def terminate(self, timeout: float = 20) -> int:
+        self.proc.terminate()
+        return self.proc.wait(timeout)
+
+    def close(self) -> None:
+        self.kill()
+        self._reader.join(5)
+
+
+def _matches(event: dict, name: str, fields: dict) -> bool:
+    return event.get("event") == name and all(event.get(k) == v for k, v in fields.items())
+
+
+def main(argv: Sequence[str]) -> int:
+    import argparse
+
+    from vault_brain.config import load_settings
+    from vault_brain.service import Brain
+    from vault_brain.watch import run_watch
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("vault")
+    parser.add_argument("--poll", action="store_true")
+    parser.add_argument("--debounce", type=int, default=50)
+    args = parser.parse_args(argv)
+    settings = load_settings(
+        vault=args.vault,
+        env={},
+        overrides={
+            "embed": {"provider": "none"},
+            "watch": {"poll": args.poll, "debounce_ms": args.debounce},
+        },
+    )
+    brain = Brain(settings, indexer=False)
+    try:
+        return run_watch(brain, settings)
+    finally:
+        brain.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
