@@ -242,8 +242,26 @@ class Brain:
         if not self.indexer:
             return
         interval = self.settings.index.fresh_read_seconds
-        if time.monotonic() - self._last_sync >= interval:
+        if time.monotonic() - self._last_sync < interval:
+            return
+        # A sync already running (the watcher's, a save's) makes the index fresh enough:
+        # a search never waits behind it.
+        if not self._write_lock.acquire(blocking=False):
+            return
+        try:
             self.sync()
+        finally:
+            self._write_lock.release()
+
+    def start_watching(self) -> Callable[[], None]:
+        """Keep the index in step with the files from background threads: a watchdog
+        observer when this process can take the vault's indexer lock, else a reader that
+        takes over when the indexer goes away. Returns the function that stops it."""
+        from vault_brain.watch import Watcher
+
+        watcher = Watcher(self, self.settings)
+        watcher.start()
+        return watcher.stop
 
     # -- vectors -----------------------------------------------------------------------
 

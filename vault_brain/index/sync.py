@@ -18,6 +18,7 @@ from stat import S_ISREG as stat_is_file
 
 from vault_brain import log
 from vault_brain.config import Settings
+from vault_brain.errors import NotFound, Unavailable
 from vault_brain.index import store
 from vault_brain.index.chunking import chunk_note
 from vault_brain.index.db import Connection
@@ -165,7 +166,13 @@ class Syncer:
                 unreadable.append(rel)
                 continue
             if is_dir:
-                sub = scan_vault(full, v.ignore, v.max_file_bytes)
+                try:
+                    sub = scan_vault(full, v.ignore, v.max_file_bytes, under=rel)
+                except NotFound:  # gone between the check and the scan
+                    continue
+                except Unavailable:  # cannot be listed: keep what the index holds
+                    unreadable.append(rel)
+                    continue
                 on_disk.update({prefix + f.path: _prefixed(f, prefix) for f in sub.files})
                 unreadable += [prefix + d for d in sub.unreadable_dirs]
                 skipped += len(sub.skipped)

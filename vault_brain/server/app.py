@@ -40,17 +40,21 @@ OPEN_WAIT_SECONDS = 30.0
 def _default_factory(settings: Settings) -> Brain:
     from vault_brain.service import Brain
 
-    return Brain(settings)
+    # A reader until its watcher takes the vault's indexer lock (one indexer per vault).
+    return Brain(settings, indexer=False)
+
+
+def _default_attach(brain: Brain) -> Callable[[], object]:
+    return brain.start_watching()
 
 
 class BrainHandle:
     """Opens Brain in the background so `initialize` is answered at once on any vault size.
 
-    Tool calls wait (in a worker thread) until it is open. Then `attach(brain)` runs: the CLI
-    passes one that starts the watcher (indexer or reader role) and returns its stop function.
-    Without it, one catch-up (`brain.sync()`, then `brain.embed_pending()`) runs in the
-    background instead, so a vault that changed while no server ran is searchable; tools
-    answer meanwhile from the index.
+    Tool calls wait (in a worker thread) until it is open. Then `attach(brain)` runs; by
+    default it starts the watcher (indexer or reader role: one indexer per vault), whose
+    first act is a stat-pass reconcile, and returns its stop function. Tools answer from the
+    index meanwhile.
     """
 
     def __init__(
@@ -62,7 +66,7 @@ class BrainHandle:
     ) -> None:
         self._settings = settings
         self._factory = factory or _default_factory
-        self._attach = attach
+        self._attach = attach if attach is not None else _default_attach
         self._detach: Callable[[], object] | None = None
         self._brain: Brain | None = None
         self._error: BaseException | None = None
@@ -89,11 +93,7 @@ class BrainHandle:
         if self._closed:
             return
         try:
-            if self._attach is not None:
-                self._detach = self._attach(self._brain)
-            else:
-                self._brain.sync()
-                self._brain.embed_pending()
+            self._detach = self._attach(self._brain)
         except Exception as exc:  # noqa: BLE001 - tools keep answering from the index
             log.warn("background_start_failed", error=type(exc).__name__, where=_where(exc))
 
