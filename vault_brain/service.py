@@ -35,6 +35,7 @@ from vault_brain.index.text import fts_query, query_terms
 from vault_brain.index.vectors import embed_batch, vectors_ready
 from vault_brain.vault import writer
 from vault_brain.vault.note import UnreadableNote, parse_note
+from vault_brain.vault.paths import resolve_folder_path
 from vault_brain.vault.render import render_new_note, render_update
 from vault_brain.vault.secrets import find_secret
 
@@ -549,11 +550,14 @@ class Brain:
         self._check_text("content", content, cap)
         self._check_text("summary", summary, 1000)
         clean_tags = self._check_tags(tags) or []
+        allowed = self.settings.write.allowed_folders
+        # With allowed_folders set, a save with no folder goes to the first of them.
+        target = folder or (allowed[0] if allowed else "")
+        resolve_folder_path(self.root, target, allowed_folders=allowed)  # Forbidden early
         conn = self._reader()
         same = store.note_with_body(conn, text_hash((content or "").strip()))
         if same is not None and (content or "").strip():
             return SaveResult(same.id, same.path, same.version, duplicate_of=same.id)
-        allowed = self.settings.write.allowed_folders
         with self._write_lock:
             note_id = _new_id()
             while store.note_by_id(self._conn, note_id) is not None:
@@ -566,8 +570,6 @@ class Brain:
                 tags=clean_tags,
                 now=_now(),
             )
-            # With allowed_folders set, a save with no folder goes to the first of them.
-            target = folder or (allowed[0] if allowed else "")
             rel = writer.create_note_file(self.root, target, title, data, allowed)
             self._syncer.sync_paths([rel])
         info = store.note_by_path(self._reader(), rel)
