@@ -11,6 +11,7 @@ size and peak RSS. Runs with local embeddings and full-text only; medians over t
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import re
 import resource
@@ -146,7 +147,10 @@ def one_run(vault: str, provider: str, model: str, queries: list[str], edit: str
     for mode in ("fts", "hybrid") if provider != "none" else ("fts",):
         out[f"{mode}_ms"] = _latency_ms(brain, queries, mode)
     brain.close()
+    del brain
+    gc.collect()  # per-thread read connections close here, and SQLite folds the WAL back in
     out["index_bytes"] = _dir_bytes(index_dir)
+    out["index_files"] = {p.name: p.stat().st_size for p in index_dir.rglob("*") if p.is_file()}
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     for leftover in sorted(index_dir.rglob("*"), reverse=True):
         leftover.unlink() if leftover.is_file() else leftover.rmdir()
@@ -165,7 +169,8 @@ def summarise(runs: list[dict]) -> dict:
     out: dict[str, Any] = {"runs": len(runs)}
     for key, value in runs[0].items():
         if isinstance(value, dict):
-            out[key] = {k: median([r[key][k] for r in runs]) for k in value}
+            keys = sorted({k for r in runs for k in r[key]})
+            out[key] = {k: median([r[key][k] for r in runs if k in r[key]]) for k in keys}
         elif isinstance(value, (int, float)):
             out[key] = median([r[key] for r in runs])
         else:
