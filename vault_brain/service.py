@@ -11,18 +11,27 @@ import secrets as _random
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from vault_brain import log
 from vault_brain.config import Settings
 from vault_brain.embed import Embedder, make_embedder
-from vault_brain.errors import Forbidden, InvalidInput, NotFound, Unavailable, VaultBrainError
+from vault_brain.errors import (
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    Unavailable,
+    VaultBrainError,
+)
 from vault_brain.index import store
-from vault_brain.index.db import Connection, connect, open_index
+from vault_brain.index.db import Connection, binding_errors, connect, open_index
 from vault_brain.index.search import (
     NoteHit,
     collapse,
@@ -33,16 +42,42 @@ from vault_brain.index.search import (
 from vault_brain.index.sync import Syncer, SyncReport, text_hash
 from vault_brain.index.text import fts_query, query_terms
 from vault_brain.index.vectors import embed_batch, vectors_ready
+from vault_brain.summarize import make_summarizer
 from vault_brain.vault import writer
 from vault_brain.vault.note import UnreadableNote, parse_note
 from vault_brain.vault.paths import resolve_folder_path
 from vault_brain.vault.render import render_new_note, render_update
 from vault_brain.vault.secrets import find_secret
 
+if TYPE_CHECKING:
+    from vault_brain.summarize.llm import Summarizer
+
 __all__ = ["Brain", "SyncReport"]
 
 MODES = ("hybrid", "fts", "vector")
 BACKOFF_START, BACKOFF_CAP = 30.0, 900.0
+
+
+@dataclass
+class Backoff:
+    """When a background kind (vectors, summaries) may call its endpoint again: 30 s after
+    a failure, doubling to 15 min; a success resets it. Tests shorten `start`."""
+
+    start: float = BACKOFF_START
+    cap: float = BACKOFF_CAP
+    delay: float = 0.0
+    retry_at: float = 0.0
+
+    def waiting(self) -> bool:
+        return time.monotonic() < self.retry_at
+
+    def failed(self) -> float:
+        self.delay = min(self.delay * 2 if self.delay else self.start, self.cap)
+        self.retry_at = time.monotonic() + self.delay
+        return self.delay
+
+    def succeeded(self) -> None:
+        self.delay = self.retry_at = 0.0
 
 
 @dataclass(frozen=True)
@@ -124,7 +159,10 @@ class Status:
     dimension: int | None
     index_bytes: int
     indexer: bool
-    last_error: str | None
+    last_error: str | None  # the latest of embed_error and summary_error
+    embed_error: str | None = None
+    summary_error: str | None = None
+    summary_model: str | None = None
 
 
 def _now() -> str:
@@ -145,6 +183,15 @@ def _decode_cursor(cursor: str) -> tuple[str, int]:
         raise InvalidInput("cursor is not one this server gave out") from exc
 
 
+@dataclass(frozen=True)
+class _SummarySource:
+    """What a summary is made from, and the exact bytes a write-back is conditional on."""
+
+    title: str
+    body: str
+    raw: bytes
+
+
 def _new_id() -> str:
     alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
     return "".join(_random.choice(alphabet) for _ in range(8))
@@ -159,6 +206,7 @@ class Brain:
         *,
         indexer: bool = True,
         embedder: Embedder | None | str = "auto",
+        summarizer: Summarizer | None | str = "auto",
     ) -> None:
         self.settings = settings
         self.root: Path = settings.vault_path
@@ -170,11 +218,13 @@ class Brain:
         self.embedder: Embedder | None = (
             make_embedder(settings.embed) if embedder == "auto" else embedder  # type: ignore[arg-type]
         )
+        self.summarizer: Summarizer | None = (
+            make_summarizer(settings.summary) if summarizer == "auto" else summarizer
+        )
         self._syncer = Syncer(self._conn, settings, summarize=settings.summary.provider != "none")
         self._last_sync = 0.0
-        self._embed_error: str | None = None
-        self._embed_retry_at = 0.0
-        self._embed_backoff = BACKOFF_START
+        self.embed_backoff = Backoff()
+        self.summary_backoff = Backoff()
         self._closed = False
 
     # -- connections -----------------------------------------------------------------
@@ -269,7 +319,7 @@ class Brain:
     def embed_pending(self, *, limit: int | None = None) -> int:
         """Catch vectors up; returns how many were written. An endpoint that fails is backed
         off (30 s doubling to 15 min) and reported in status; it never raises."""
-        if self.embedder is None or time.monotonic() < self._embed_retry_at:
+        if self.embedder is None or self.embed_backoff.waiting():
             return 0
         written = 0
         batch = self.settings.embed.batch_size * max(1, self.settings.embed.concurrency) * 4
@@ -280,14 +330,152 @@ class Brain:
                     break
                 written += n
         except (Unavailable, OSError, ValueError, RuntimeError) as exc:
-            self._embed_error = f"{exc.__class__.__name__}: {exc}"[:300]
-            self._embed_retry_at = time.monotonic() + self._embed_backoff
-            log.warn("embed_failed", error=self._embed_error, retry_in_s=self._embed_backoff)
-            self._embed_backoff = min(self._embed_backoff * 2, BACKOFF_CAP)
+            self._background_failed("embed", self.embed_backoff, exc)
             return written
-        self._embed_error = None
-        self._embed_backoff = BACKOFF_START
+        self._background_succeeded("embed", self.embed_backoff)
         return written
+
+    # -- summaries ---------------------------------------------------------------------
+
+    def summarize_pending(self, *, limit: int | None = None) -> int:
+        """Catch LLM summaries up for notes whose frontmatter has none; returns how many
+        notes left the queue. Same back-off as vectors; never raises.
+
+        A summary describes the version it was made from: it is stored only while the index
+        still holds that version, and with summary.write_back it goes into the file only as
+        a conditional write on that version, never over a newer edit."""
+        if self.summarizer is None or self.summary_backoff.waiting():
+            return 0
+        self._queue_for_new_summarizer()
+        done, after = 0, 0
+        failure: Exception | None = None
+        workers = max(1, self.summarizer.concurrency)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="summary") as pool:
+            while limit is None or done < limit:
+                size = workers * 2 if limit is None else min(workers * 2, limit - done)
+                batch = store.pending_summaries(self._reader(), after, size)
+                if not batch:
+                    break
+                after = batch[-1].rowid
+                notes = [self._summary_source(p) for p in batch]
+                jobs = [(p, n) for p, n in zip(batch, notes, strict=True) if n is not None]
+                summarize = self.summarizer.summarize
+                futures = [pool.submit(summarize, n.title, n.body) for _, n in jobs]
+                answered = 0
+                for (pending, note), future in zip(jobs, futures, strict=True):
+                    try:
+                        summary = future.result()
+                    except (Unavailable, OSError, ValueError, RuntimeError) as exc:
+                        failure = failure or exc
+                        continue
+                    answered += 1
+                    done += self._keep_summary(pending, note.raw, summary)
+                if jobs and not answered:
+                    break  # the endpoint is down or wrong: stop here, keep what is done
+                # Some answered: the endpoint works, so one note's failure does not stop the
+                # pass; that note is retried after the back-off.
+        if failure is not None:
+            self._background_failed("summary", self.summary_backoff, failure)
+        else:
+            self._background_succeeded("summary", self.summary_backoff)
+        return done
+
+    def _queue_for_new_summarizer(self) -> None:
+        """Summaries just turned on, or another model: queue every note without a
+        frontmatter summary (older LLM summaries serve until the new ones arrive)."""
+        name = self.summarizer.name if self.summarizer else None
+        if name is None or store.get_meta(self._reader(), "summary_model") == name:
+            return
+        with self._write_lock:
+            queued = store.queue_all_summaries(self._conn)
+            store.set_meta(self._conn, "summary_model", name)
+        log.event("summaries_queued", model=name, notes=queued)
+
+    def _summary_source(self, pending: store.PendingSummary) -> _SummarySource | None:
+        """The note as the index knows it, or None when the file moved on (then it is
+        synced, which re-queues or drops it)."""
+        try:
+            raw = (self.root / pending.path).read_bytes()
+            note = parse_note(pending.path, raw)
+        except (OSError, UnreadableNote):
+            self.sync_paths([pending.path])
+            return None
+        if note.version != pending.version:
+            self.sync_paths([pending.path])
+            return None
+        return _SummarySource(pending.title, note.body, raw)
+
+    def _keep_summary(self, pending: store.PendingSummary, raw: bytes, summary: str) -> int:
+        """Write the summary back into the note (when configured) or store it in the index;
+        1 when the note left the queue, 0 when it changed meanwhile."""
+        if self._may_write_back(pending.path):
+            with self._write_lock:
+                try:
+                    new = render_update(raw, summary=summary, now=_now())
+                    writer.replace_note_file(
+                        self.root,
+                        pending.path,
+                        pending.version,
+                        new,
+                        allowed_folders=self.settings.write.allowed_folders,
+                    )
+                except (Conflict, NotFound):
+                    # Edited or gone since we read it: drop this summary; the sync re-queues.
+                    log.event("summary_dropped", path=pending.path, reason="changed")
+                    self._syncer.sync_paths([pending.path])
+                    return 0
+                except (InvalidInput, Forbidden, OSError) as exc:
+                    # Frontmatter we cannot edit safely: keep the summary in the index only.
+                    log.warn(
+                        "summary_write_back_skipped", path=pending.path, error=type(exc).__name__
+                    )
+                else:
+                    self._syncer.sync_paths([pending.path])
+                    log.event("summary_written", path=pending.path)
+                    return 1
+        with self._write_lock:
+            stored = store.set_llm_summary(self._conn, pending.rowid, pending.version, summary)
+        return 1 if stored else 0
+
+    def _may_write_back(self, rel: str) -> bool:
+        w = self.settings.write
+        if not self.settings.summary.write_back or w.read_only:
+            return False
+        folders = [f.strip("/") for f in w.allowed_folders if f.strip("/")]
+        return not folders or any(rel.startswith(f + "/") for f in folders)
+
+    # -- background errors -------------------------------------------------------------
+
+    def _background_failed(self, kind: str, backoff: Backoff, exc: Exception) -> None:
+        """Back off and record the error in the index, where status in any process sees it."""
+        message = f"{exc.__class__.__name__}: {exc}"[:300]
+        delay = backoff.failed()
+        log.warn(f"{kind}_failed", error=message, retry_in_s=delay)
+        record = json.dumps({"message": message, "at": time.time()})
+        try:
+            with self._write_lock:
+                store.set_meta(self._conn, f"{kind}_error", record)
+        except binding_errors() as db_exc:
+            log.warn("error_not_recorded", kind=kind, error=type(db_exc).__name__)
+
+    def _background_succeeded(self, kind: str, backoff: Backoff) -> None:
+        backoff.succeeded()
+        try:
+            if store.get_meta(self._reader(), f"{kind}_error") is not None:
+                with self._write_lock:
+                    store.set_meta(self._conn, f"{kind}_error", None)
+        except binding_errors() as db_exc:
+            log.warn("error_not_cleared", kind=kind, error=type(db_exc).__name__)
+
+    def _recorded_error(self, conn: Connection, kind: str) -> tuple[float, str] | None:
+        raw = store.get_meta(conn, f"{kind}_error")
+        if raw is None:
+            return None
+        try:
+            record = json.loads(raw)
+            return float(record["at"]), str(record["message"])
+        except (ValueError, TypeError, KeyError):
+            return 0.0, raw
 
     # -- search ------------------------------------------------------------------------
 
@@ -352,10 +540,16 @@ class Brain:
             return [], "no embedding provider configured"
         if not vectors_ready(conn, self.embedder):
             return [], "vectors are not built yet"
+        if self.embed_backoff.waiting():
+            # The background queue saw the endpoint fail: no search waits on it meanwhile.
+            return [], "embedding endpoint unavailable; retrying in the background"
         try:
             vector = self.embedder.embed([query])[0]
         except (Unavailable, OSError, ValueError, RuntimeError) as exc:
+            self.embed_backoff.failed()
             return [], f"embedding failed: {exc}"[:200]
+        if str(len(vector)) != store.get_meta(conn, "embed_dim"):
+            return [], "embedding dimension changed; vectors are being rebuilt"
         if not np.any(vector):
             return [], None  # the model knows none of the query's words (another script)
         hits = collapse(store.search_vectors(conn, vector, filters, depth * 3))
@@ -479,19 +673,32 @@ class Brain:
             for p in (self.index_path, Path(f"{self.index_path}-wal"))
             if p.exists()
         )
+        ready = vectors_ready(conn, self.embedder)
+        # Another model's vectors do not count: every chunk waits for this one's.
+        pending = (c["pending_vectors"] if ready else c["chunks"]) if self.embedder else 0
+        # Errors live in the index, so a `status` in another process sees the watcher's.
+        errors = {kind: self._recorded_error(conn, kind) for kind in ("embed", "summary")}
+        if self.embedder is None:
+            errors["embed"] = None
+        if self.summarizer is None:
+            errors["summary"] = None
+        latest = max((e for e in errors.values() if e), default=None)
         return Status(
             vault=str(self.root),
             index_path=str(self.index_path),
             notes=c["notes"],
             chunks=c["chunks"],
-            vectors=c["vectors"] if vectors_ready(conn, self.embedder) else 0,
-            pending_vectors=c["pending_vectors"] if self.embedder else 0,
-            pending_summaries=c["pending_summaries"],
+            vectors=c["vectors"] if ready else 0,
+            pending_vectors=pending,
+            pending_summaries=c["pending_summaries"] if self.summarizer else 0,
             embedding=self.embedder.name if self.embedder else None,
             dimension=int(dim) if dim and model == getattr(self.embedder, "name", None) else None,
             index_bytes=size,
             indexer=self.indexer,
-            last_error=self._embed_error,
+            last_error=latest[1] if latest else None,
+            embed_error=errors["embed"][1] if errors["embed"] else None,
+            summary_error=errors["summary"][1] if errors["summary"] else None,
+            summary_model=self.summarizer.name if self.summarizer else None,
         )
 
     def snapshot(self) -> dict[str, list[tuple]]:

@@ -573,3 +573,53 @@ def search_vectors(
         )
     # A zero vector (text the model has no tokens for) has no cosine: it is simply no match.
     return [ChunkHit(r[0], r[1], 1.0 - r[2]) for r in rows if r[2] is not None]
+
+
+# --- summaries ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PendingSummary:
+    rowid: int
+    path: str
+    title: str
+    version: str
+
+
+def pending_summaries(conn: Connection, after_rowid: int, limit: int) -> list[PendingSummary]:
+    """Notes waiting for an LLM summary, by rowid after `after_rowid` (one pass never
+    meets a note twice, even one that is re-queued meanwhile)."""
+    rows = conn.execute(
+        """SELECT rowid, path, title, version FROM notes
+           WHERE summary_state = 1 AND rowid > ? ORDER BY rowid LIMIT ?""",
+        (after_rowid, limit),
+    )
+    return [PendingSummary(r[0], r[1], r[2], r[3]) for r in rows]
+
+
+def set_llm_summary(conn: Connection, rowid: int, version: str, summary: str) -> bool:
+    """Store a summary of `version` of the note and take it off the queue; False (nothing
+    stored) when the note has changed or gone since."""
+    cur = conn.execute(
+        """UPDATE notes SET llm_summary = ?, summary_state = 0
+           WHERE rowid = ? AND version = ? AND summary_state = 1""",
+        (summary, rowid, version),
+    )
+    return cur.rowcount == 1
+
+
+def clear_summary_pending(conn: Connection, rowid: int, version: str) -> bool:
+    """Take `version` of the note off the queue without a summary (the lead stands)."""
+    cur = conn.execute(
+        "UPDATE notes SET summary_state = 0 WHERE rowid = ? AND version = ? AND summary_state = 1",
+        (rowid, version),
+    )
+    return cur.rowcount == 1
+
+
+def queue_all_summaries(conn: Connection) -> int:
+    """Queue every note without a frontmatter summary (a new summarizer); returns how many."""
+    cur = conn.execute(
+        "UPDATE notes SET summary_state = 1 WHERE summary = '' AND summary_state = 0"
+    )
+    return cur.rowcount
