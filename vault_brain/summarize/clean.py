@@ -33,7 +33,8 @@ _FENCE_LINE = re.compile(r"^\s*(```|~~~)[\w-]*\s*$", re.MULTILINE)
 _QUOTE_MARK = re.compile(r"^\s*>\s?", re.MULTILINE)
 _QUOTES = [('"', '"'), ("'", "'"), ("“", "”"), ("„", "“"), ("«", "»"), ("「", "」"), ("`", "`")]
 _EMPHASIS = ("***", "**", "__", "*", "_")
-_SENTENCE_END = re.compile(r"[.!?…。！？](?=[\"'”»）)\]]*(\s|$))")
+# A full stop and any closing quotes: followed by a space (Latin scripts) or not (CJK).
+_SENTENCE_END = re.compile(r"[.!?…][\"'”»)\]]*(?=\s|$)|[。！？][」』）”]*")
 ELLIPSIS = "…"
 
 
