@@ -13,6 +13,7 @@ import math
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -175,10 +176,28 @@ def median(values: Sequence[float]) -> float:
 # --- output ------------------------------------------------------------------------------
 
 
+def code_commit() -> str | None:
+    """The commit the measured code came from ("+dirty" when vault_brain/ has edits), or None
+    when the code is not in a git checkout (e.g. a `git archive` snapshot)."""
+
+    def run(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+
+    try:
+        commit = run("rev-parse", "--short", "HEAD")
+        dirty = run("status", "--porcelain", "--", "vault_brain")
+    except (OSError, subprocess.SubprocessError):
+        return os.environ.get("VAULT_BRAIN_BENCH_COMMIT")
+    return commit + ("+dirty" if dirty else "")
+
+
 def machine() -> dict[str, Any]:
     """What the figures were measured on, for the record in docs/benchmarks.md."""
     return {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "commit": code_commit(),
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(),
