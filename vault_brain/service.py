@@ -389,7 +389,8 @@ class Brain:
         with self._write_lock:
             queued = store.queue_all_summaries(self._conn)
             store.set_meta(self._conn, "summary_model", name)
-        log.event("summaries_queued", model=name, notes=queued)
+        if queued:
+            log.event("summaries_queued", model=name, notes=queued)
 
     def _summary_source(self, pending: store.PendingSummary) -> _SummarySource | None:
         """The note as the index knows it, or None when the file moved on (then it is

@@ -561,7 +561,11 @@ class Watcher:
                 return
             try:
                 while not self._stop_event.is_set():
-                    if self.brain.embed_pending(limit=self._embed_batch) <= 0:
+                    done = self.brain.embed_pending(limit=self._embed_batch)
+                    summarize = getattr(self.brain, "summarize_pending", None)
+                    if callable(summarize) and not self._stop_event.is_set():
+                        done += summarize(limit=4)  # a few notes: LLM calls take seconds
+                    if done <= 0:
                         break
                 backoff = 0.0
             except Exception as exc:

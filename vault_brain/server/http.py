@@ -155,7 +155,11 @@ def build_app(settings: Settings, handle: BrainHandle) -> ASGIApp:
                 "notes": st.notes,
                 "chunks": st.chunks,
                 "pending_vectors": st.pending_vectors,
+                "pending_summaries": st.pending_summaries,
                 "embedding": st.embedding,
+                "dimension": st.dimension,
+                "summary_model": st.summary_model,
+                "last_error": st.last_error,
                 "indexer": st.indexer,
             }
         )
