@@ -215,6 +215,10 @@ class Watcher:
                 thread.join(timeout)
         self._threads = []
         logging.getLogger("watchdog").removeHandler(self._log_hook)
+        if self._role == "indexer":
+            demote = getattr(self.brain, "set_indexer", None)
+            if callable(demote):
+                demote(False)  # another process may take the lock now; this one only reads
         self.lock.release()
         with self._cond:
             self._stopping = False
@@ -232,8 +236,10 @@ class Watcher:
         self.stop()
 
     def request_reconcile(self, reason: str, delay: float = 0.0) -> None:
-        """Schedule one full stat-pass sync (events may have been lost)."""
+        """Schedule one full stat-pass sync (events may have been lost). Indexer role only."""
         with self._cond:
+            if self._role != "indexer" or self._stopping:
+                return
             due = time.monotonic() + delay
             if self._reconcile_at is None or due < self._reconcile_at:
                 self._reconcile_at = due
