@@ -199,6 +199,7 @@ def machine() -> dict[str, Any]:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "commit": code_commit(),
         "cpus": os.cpu_count(),
+        "load_average_1m": os.getloadavg()[0],
         "python": platform.python_version(),
         "platform": platform.platform(),
     }

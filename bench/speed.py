@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import random
 import re
 import resource
@@ -96,7 +97,8 @@ def one_run(vault: str, provider: str, model: str, queries: list[str], edit: str
             "index": {"path": str(index_dir / "index.db")},
         },
     )
-    out: dict[str, Any] = {"provider": provider}
+    # Other work on the machine skews timings; the load average says how much there was.
+    out: dict[str, Any] = {"provider": provider, "load_before": os.getloadavg()[0]}
     start = time.perf_counter()
     brain = Brain(settings)
     opened = time.perf_counter()
@@ -149,6 +151,7 @@ def one_run(vault: str, provider: str, model: str, queries: list[str], edit: str
     brain.close()
     del brain
     gc.collect()  # per-thread read connections close here, and SQLite folds the WAL back in
+    out["load_after"] = os.getloadavg()[0]
     out["index_bytes"] = _dir_bytes(index_dir)
     out["index_files"] = {p.name: p.stat().st_size for p in index_dir.rglob("*") if p.is_file()}
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
