@@ -487,8 +487,13 @@ def test_the_watchers_background_thread_catches_summaries_up(notes, llm_server, 
     stop = brain.start_watching()
     try:
         deadline = time.monotonic() + 10
-        while brain.status().pending_summaries and time.monotonic() < deadline:
+        settled = (len(NOTES), 0)
+        while time.monotonic() < deadline:
+            status = brain.status()
+            if (status.notes, status.pending_summaries) == settled:
+                break
             time.sleep(0.05)
-        assert brain.status().pending_summaries == 0 and brain.status().notes == len(NOTES)
+        assert (status.notes, status.pending_summaries) == settled
+        assert len(llm_server.seen("/api/chat")) == len(NOTES)
     finally:
         stop()
