@@ -83,6 +83,16 @@ def load_stats(conn: Connection) -> dict[str, StoredStat]:
     return {r[0]: StoredStat(r[1], r[2], r[3], r[4]) for r in rows}
 
 
+def load_stats_under(conn: Connection, rel: str) -> dict[str, StoredStat]:
+    """The note at `rel` and every note below it (a folder): one indexed range scan."""
+    rows = conn.execute(
+        "SELECT path, rowid, mtime_ns, size, content_hash FROM notes "
+        "WHERE path = ? OR (path >= ? AND path < ?)",
+        (rel, rel + "/", rel + "0"),  # '0' is the character after '/'
+    )
+    return {r[0]: StoredStat(r[1], r[2], r[3], r[4]) for r in rows}
+
+
 def load_stat(conn: Connection, path: str) -> StoredStat | None:
     row = conn.execute(
         "SELECT rowid, mtime_ns, size, content_hash FROM notes WHERE path = ?", (path,)

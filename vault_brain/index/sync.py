@@ -146,7 +146,6 @@ class Syncer:
         """Re-check only these vault-relative paths (files or folders; present or gone)."""
         started = time.perf_counter()
         v = self.settings.vault
-        indexed_all = store.load_stats(self.conn)
         on_disk: dict[str, FileStat] = {}
         indexed: dict[str, store.StoredStat] = {}
         unreadable: list[str] = []
@@ -156,9 +155,7 @@ class Syncer:
             if not rel or is_ignored(rel, v.ignore):
                 continue
             prefix = rel + "/"
-            for p, s in indexed_all.items():
-                if p == rel or p.startswith(prefix):
-                    indexed[p] = s
+            indexed.update(store.load_stats_under(self.conn, rel))
             full = self.root / rel
             try:
                 is_dir = full.is_dir()
