@@ -225,7 +225,7 @@ def markdown(report: dict) -> str:
         rows.append(
             [label]
             + [sets[n]["modes"][label]["ndcg@10"] for n in names]
-            + [s["mean_ndcg@10"], f"{s['worst']:+.3f} ({s['worst_set']})"]
+            + [s["mean_ndcg@10"], f"{s['worst']:+.4f} ({s['worst_set']})"]
         )
     parts.append(
         "**Fusion sweep**: hybrid nDCG@10 per set; worst case = min over sets of "
