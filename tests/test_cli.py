@@ -35,7 +35,8 @@ def small_vault(vault):
     )
     vault.write(
         "Notes/Tea.md",
-        "---\nid: tea00001\ntags: [drinks]\n---\n# Green tea\n\nSteep at 80 degrees. See [[Deploy]].\n",
+        "---\nid: tea00001\ntags: [drinks]\n---\n"
+        "# Green tea\n\nSteep at 80 degrees. See [[Deploy]].\n",
     )
     return vault
 

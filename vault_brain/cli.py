@@ -170,8 +170,10 @@ def index(
         f"{vectors} vectors written"
         + (f", {status.pending_vectors} pending" if status.pending_vectors else "")
     )
-    if status.last_error:
-        typer.echo(f"embedding: {status.last_error} (full-text search still works)", err=True)
+    if status.embed_error:
+        typer.echo(f"embedding: {status.embed_error} (full-text search still works)", err=True)
+    if status.summary_error:
+        typer.echo(f"summaries: {status.summary_error} (extractive leads meanwhile)", err=True)
 
 
 def _embed_all(brain: Any, total: int, progress) -> int:

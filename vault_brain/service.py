@@ -41,7 +41,7 @@ from vault_brain.index.search import (
 )
 from vault_brain.index.sync import Syncer, SyncReport, text_hash
 from vault_brain.index.text import fts_query, query_terms
-from vault_brain.index.vectors import embed_batch, vectors_ready
+from vault_brain.index.vectors import VectorMatrix, embed_batch, vectors_ready
 from vault_brain.summarize import make_summarizer
 from vault_brain.vault import writer
 from vault_brain.vault.note import UnreadableNote, parse_note
@@ -221,6 +221,7 @@ class Brain:
         self.summarizer: Summarizer | None = (
             make_summarizer(settings.summary) if summarizer == "auto" else summarizer
         )
+        self._matrix = VectorMatrix()
         self._syncer = Syncer(self._conn, settings, summarize=settings.summary.provider != "none")
         self._last_sync = 0.0
         self.embed_backoff = Backoff()
@@ -553,7 +554,8 @@ class Brain:
             return [], "embedding dimension changed; vectors are being rebuilt"
         if not np.any(vector):
             return [], None  # the model knows none of the query's words (another script)
-        hits = collapse(store.search_vectors(conn, vector, filters, depth * 3))
+        model = self.embedder.name
+        hits = collapse(self._matrix.search(conn, model, vector, filters, depth * 3))
         return hits, None
 
     def _hits(self, conn: Connection, fused: Sequence[NoteHit], query: str) -> list[Hit]:

