@@ -224,6 +224,7 @@ class Brain:
         self._matrix = VectorMatrix()
         self._syncer = Syncer(self._conn, settings, summarize=settings.summary.provider != "none")
         self._last_sync = 0.0
+        self._live = False
         self.embed_backoff = Backoff()
         self.summary_backoff = Backoff()
         self._closed = False
@@ -238,8 +239,11 @@ class Brain:
             self._local.conn = conn
         return conn
 
-    def set_indexer(self, indexer: bool) -> None:
+    def set_indexer(self, indexer: bool, *, live: bool = False) -> None:
+        """The watcher promotes this process when it takes the vault's lock (live: it keeps
+        the index fresh from file events, so searches need no stat pass of their own)."""
         self.indexer = indexer
+        self._live = indexer and live
 
     # -- sync --------------------------------------------------------------------------
 
@@ -291,7 +295,7 @@ class Brain:
     def maybe_sync(self) -> None:
         """Fresh reads without a daemon: a stat pass when the last one is older than the
         configured interval (only in a process that indexes)."""
-        if not self.indexer:
+        if not self.indexer or self._live:
             return
         interval = self.settings.index.fresh_read_seconds
         if time.monotonic() - self._last_sync < interval:

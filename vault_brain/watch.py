@@ -216,9 +216,7 @@ class Watcher:
         self._threads = []
         logging.getLogger("watchdog").removeHandler(self._log_hook)
         if self._role == "indexer":
-            demote = getattr(self.brain, "set_indexer", None)
-            if callable(demote):
-                demote(False)  # another process may take the lock now; this one only reads
+            self.brain.set_indexer(False)  # another process may take the lock; this one reads
         self.lock.release()
         with self._cond:
             self._stopping = False
@@ -295,9 +293,7 @@ class Watcher:
             return
 
     def _become_indexer_locked(self) -> None:
-        promote = getattr(self.brain, "set_indexer", None)
-        if callable(promote):
-            promote(True)
+        self.brain.set_indexer(True, live=True)
         self._role = "indexer"
         logging.getLogger("watchdog").addHandler(self._log_hook)
         try:

@@ -8,6 +8,7 @@ import hashlib
 import multiprocessing
 import os
 import posixpath
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -264,9 +265,10 @@ class Syncer:
         elif prepared.kind == "same" and known is not None:
             store.touch_note(self.conn, known.rowid, stat.mtime_ns, stat.size)
             report.unchanged += 1
-        elif prepared.kind == "invalid":
-            log.warn("file_skipped", path=stat.path, reason=prepared.reason)
-            report.skipped += 1
+        elif prepared.kind in ("invalid", "gone"):
+            if prepared.kind == "invalid":
+                log.warn("file_skipped", path=stat.path, reason=prepared.reason)
+                report.skipped += 1
             if known is not None:
                 store.delete_note(self.conn, known.rowid, has_vectors=has_vectors)
                 report.removed += 1
@@ -313,7 +315,8 @@ class Prepared:
     """One file, read and parsed, ready to store (or the reason it is not)."""
 
     stat: FileStat
-    kind: str  # "index" | "same" (bytes unchanged) | "unreadable" (I/O) | "invalid" (not UTF-8)
+    # "index" | "same" (bytes unchanged) | "gone" | "unreadable" (I/O) | "invalid" (not UTF-8)
+    kind: str
     note: Note | None = None
     rows: tuple[store.NoteRow, list[store.ChunkRow], list[store.LinkRow]] | None = None
     reason: str = ""
@@ -325,6 +328,8 @@ def prepare(
     """Everything about one file that needs no database: pure, so it can run anywhere."""
     try:
         raw = (root / stat.path).read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return Prepared(stat, "gone")  # vanished between the stat and the read
     except OSError as exc:
         return Prepared(stat, "unreadable", reason=exc.__class__.__name__)
     if known_hash is not None and hashlib.blake2b(raw, digest_size=16).hexdigest() == known_hash:
@@ -343,6 +348,14 @@ def _init_worker(settings: Settings, summarize: bool) -> None:
     global _worker_context
     _worker_context = (settings, summarize)
     log.set_quiet(True)
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A worker whose parent was killed (kill -9 mid-sync) must not linger forever."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(0)
 
 
 def _prepare_in_worker(job: tuple[FileStat, str | None]) -> Prepared:
