@@ -28,7 +28,6 @@ from vault_brain.errors import (
     InvalidInput,
     NotFound,
     Unavailable,
-    VaultBrainError,
 )
 from vault_brain.index import store
 from vault_brain.index.db import Connection, binding_errors, connect, open_index
@@ -214,6 +213,7 @@ class Brain:
         self.indexer = indexer
         self._write_lock = threading.RLock()
         self._local = threading.local()
+        self._readers: list[Connection] = []
         self._conn = open_index(self.index_path)  # the write connection, used under the lock
         self.embedder: Embedder | None = (
             make_embedder(settings.embed) if embedder == "auto" else embedder  # type: ignore[arg-type]
@@ -237,6 +237,8 @@ class Brain:
         if conn is None:
             conn = connect(self.index_path)
             self._local.conn = conn
+            with self._write_lock:
+                self._readers.append(conn)
         return conn
 
     def set_indexer(self, indexer: bool, *, live: bool = False) -> None:
@@ -868,10 +870,13 @@ class Brain:
         if self._closed:
             return
         self._closed = True
-        try:
-            self._conn.close()
-        except VaultBrainError:
-            pass
+        with self._write_lock:
+            for conn in [*self._readers, self._conn]:
+                try:
+                    conn.close()
+                except Exception:  # noqa: BLE001 - closing is best effort
+                    pass
+            self._readers.clear()
 
     def __enter__(self) -> Brain:
         return self

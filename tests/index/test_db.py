@@ -1,0 +1,89 @@
+"""The sidecar file: a binding that loads sqlite-vec everywhere, recovery from damage."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from vault_brain.index import db
+from vault_brain.index.schema import SCHEMA_VERSION
+
+
+def test_a_binding_that_loads_sqlite_vec_is_always_found():
+    module = db.pick_binding()
+    conn = db.connect(":memory:")
+    assert conn.execute("SELECT vec_version()").fetchone()[0].startswith("v")
+    assert module.__name__ in ("sqlite3", "sqlean")
+
+
+def test_a_stdlib_sqlite3_without_extension_loading_falls_back_to_sqlean():
+    stdlib_can_load = hasattr(sqlite3.connect(":memory:"), "enable_load_extension")
+    chosen = db.pick_binding(("sqlite3", "sqlean"))
+    if stdlib_can_load:
+        assert chosen.__name__ == "sqlite3"
+    else:  # pyenv's default build, macOS's system Python, this machine's Python
+        assert chosen.__name__ == "sqlean"
+    assert db.pick_binding(("sqlean",)).__name__ == "sqlean"
+
+
+def test_a_corrupt_index_is_moved_aside_and_rebuilt(vault, make_brain):
+    vault.write("a.md", "# A\n\nalpaca\n")
+    brain = make_brain()
+    path = brain.index_path
+    brain.close()
+    path.write_bytes(b"this is not a SQLite database at all" * 100)
+    for suffix in ("-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    rebuilt = make_brain()
+    assert rebuilt.search("alpaca", mode="fts").hits[0].path == "a.md"
+    aside = [p.name for p in path.parent.iterdir() if ".corrupt-" in p.name]
+    assert aside, "the damaged file is kept for inspection, not deleted"
+
+
+def test_a_deleted_index_is_rebuilt_from_the_files(vault, make_brain):
+    vault.write("a.md", "# A\n\nalpaca\n")
+    brain = make_brain()
+    before = brain.snapshot()
+    brain.close()
+    for f in brain.index_path.parent.glob("index.db*"):
+        f.unlink()
+    assert make_brain().snapshot() == before
+
+
+def test_a_schema_version_mismatch_rebuilds_automatically(vault, make_brain):
+    vault.write("a.md", "# A\n\nalpaca\n")
+    brain = make_brain()
+    brain.close()
+    conn = db.connect(brain.index_path)
+    conn.execute(
+        "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 99),)
+    )
+    conn.execute("DROP TABLE chunks_fts")
+    conn.close()
+    rebuilt = make_brain()
+    assert rebuilt.search("alpaca", mode="fts").hits[0].path == "a.md"
+
+
+def test_readers_in_other_connections_never_see_locked(vault, make_brain):
+    import threading
+
+    for i in range(50):
+        vault.write(f"n{i}.md", f"# Note {i}\n\nshared word okapi {i}\n")
+    brain = make_brain()
+    errors: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            for _ in range(30):
+                brain.search("okapi", mode="fts")
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    readers = [threading.Thread(target=read) for _ in range(4)]
+    for t in readers:
+        t.start()
+    for i in range(30):
+        vault.write(f"n{i}.md", f"# Note {i}\n\nshared word okapi edited {i}\n")
+        brain.sync()
+    for t in readers:
+        t.join()
+    assert errors == []
