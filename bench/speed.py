@@ -16,6 +16,7 @@ import os
 import random
 import re
 import resource
+import shutil
 import sys
 import tarfile
 import tempfile
@@ -81,14 +82,16 @@ def _latency_ms(brain: Any, queries: list[str], mode: str) -> dict[str, float]:
     return {"p50": percentile(times, 50), "p95": percentile(times, 95), "max": max(times)}
 
 
-def one_run(vault: str, provider: str, model: str, queries: list[str], edit: str) -> dict:
-    """One cold index and the measures that follow it, in this (fresh) process."""
+def one_run(
+    vault: str, index: str, provider: str, model: str, queries: list[str], edit: str
+) -> dict:
+    """One cold index (into the empty folder `index`) and the measures that follow it."""
     from vault_brain.config import load_settings
     from vault_brain.log import set_quiet
     from vault_brain.service import Brain
 
     set_quiet(True)
-    index_dir = Path(tempfile.mkdtemp(prefix="vb-speed-index-"))
+    index_dir = Path(index)
     settings = load_settings(
         vault=vault,
         env={},
@@ -155,9 +158,6 @@ def one_run(vault: str, provider: str, model: str, queries: list[str], edit: str
     out["index_bytes"] = _dir_bytes(index_dir)
     out["index_files"] = {p.name: p.stat().st_size for p in index_dir.rglob("*") if p.is_file()}
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    for leftover in sorted(index_dir.rglob("*"), reverse=True):
-        leftover.unlink() if leftover.is_file() else leftover.rmdir()
-    index_dir.rmdir()
     return out
 
 
@@ -275,7 +275,12 @@ def main(argv: list[str] | None = None) -> int:
         for provider in setups:
             runs = []
             for i in range(args.runs):
-                runs.append(run_fresh(str(vault), provider, model, queries, edit))
+                index = Path(tmp) / f"index-{provider}-{i}"
+                index.mkdir()
+                try:
+                    runs.append(run_fresh(str(vault), str(index), provider, model, queries, edit))
+                finally:
+                    shutil.rmtree(index, ignore_errors=True)
                 progress(
                     f"{provider} run {i + 1}/{args.runs}: cold {runs[-1]['cold_s']:.1f} s "
                     f"({runs[-1]['notes']} notes)"
