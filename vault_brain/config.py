@@ -57,7 +57,7 @@ class EmbedSettings:
 class SearchSettings:
     mode: str = "hybrid"  # hybrid | fts | vector
     fusion: str = "convex"  # convex | rrf
-    vector_weight: float = 0.3
+    vector_weight: float = 0.2
     rrf_k: int = 60
     limit: int = 8
 

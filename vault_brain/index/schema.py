@@ -1,7 +1,7 @@
 """The sidecar's schema in one readable block. Bump SCHEMA_VERSION on any change:
 the index is disposable, so a new version simply rebuilds from the files."""
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # FTS5 tokenizer: Porter stemming over unicode61 with diacritics removed. CJK text is
 # rewritten into character bigrams before it reaches FTS (index/text.py).
@@ -79,10 +79,10 @@ CREATE TABLE links (
     PRIMARY KEY (note_rowid, ordinal)
 ) WITHOUT ROWID;
 CREATE INDEX links_target ON links(target_key);
-CREATE TABLE embed_cache (
-    model     TEXT NOT NULL,
+CREATE TABLE embed_cache (                -- a rowid table: 1 KB rows packed, not half-empty
+    model     TEXT NOT NULL,                -- b-tree pages as WITHOUT ROWID left them (4x)
     text_hash TEXT NOT NULL,
     vector    BLOB NOT NULL,                -- float32 little-endian
-    PRIMARY KEY (model, text_hash)
-) WITHOUT ROWID
+    UNIQUE (model, text_hash)
+)
 """
