@@ -8,17 +8,16 @@ the status and the reason, never the texts sent.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import httpx
 import numpy as np
 
 from vault_brain.config import EmbedSettings
 from vault_brain.embed import l2_normalise
+from vault_brain.endpoint import JsonEndpoint, api_key_from_env, endpoint_url
 from vault_brain.errors import ConfigError, Unavailable
 
 PROBE_TEXT = "dimension probe"
@@ -33,20 +32,21 @@ class RemoteEmbedder:
     def __init__(self, settings: EmbedSettings, api_key: str | None = None) -> None:
         self.name = f"{self.provider}:{settings.model}"
         self.model = settings.model
-        self.url = self._endpoint(settings.base_url)
         self.batch_size = max(1, settings.batch_size)
         self.concurrency = max(1, settings.concurrency)
-        self.timeout = settings.timeout_seconds
-        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.endpoint = JsonEndpoint(
+            endpoint_url(settings.base_url, self.path, openai=self.provider == "openai"),
+            what=f"embedding endpoint {self.name}",
+            provider=self.provider,
+            timeout=settings.timeout_seconds,
+            concurrency=self.concurrency,
+            api_key=api_key,
+        )
+        self.url = self.endpoint.url
         self._dim = settings.dimension if settings.dimension > 0 else 0
         self._dim_lock = threading.Lock()
-        self._client_lock = threading.Lock()
-        self._client: httpx.Client | None = None
 
     # -- protocol specifics -------------------------------------------------------------
-
-    def _endpoint(self, base_url: str) -> str:
-        return base_url.rstrip("/") + self.path
 
     def _vectors(self, payload: Any, count: int) -> list[Any]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -82,40 +82,13 @@ class RemoteEmbedder:
         return out
 
     def close(self) -> None:
-        with self._client_lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+        self.endpoint.close()
 
     # -- one request --------------------------------------------------------------------
 
-    def _http(self) -> httpx.Client:
-        with self._client_lock:
-            if self._client is None:
-                self._client = httpx.Client(
-                    timeout=httpx.Timeout(self.timeout),
-                    headers=self._headers,
-                    limits=httpx.Limits(max_connections=self.concurrency),
-                )
-            return self._client
-
     def _embed_batch(self, batch: list[str]) -> np.ndarray:
-        body = {"model": self.model, "input": batch}
-        try:
-            response = self._http().post(self.url, json=body)
-        except httpx.TimeoutException as exc:
-            raise self._unavailable(f"timed out after {self.timeout:g} s") from exc
-        except httpx.HTTPError as exc:
-            raise self._unavailable(f"request failed ({type(exc).__name__})") from exc
-        if response.status_code != 200:
-            reason = response.reason_phrase or "error"
-            raise self._unavailable(f"HTTP {response.status_code} {reason}")
-        try:
-            payload = response.json()
-        except ValueError as exc:
-            raise self._unavailable("reply is not JSON") from exc
-        rows = self._vectors(payload, len(batch))
-        return self._check(rows, len(batch))
+        payload = self.endpoint.post({"model": self.model, "input": batch})
+        return self._check(self._vectors(payload, len(batch)), len(batch))
 
     def _check(self, rows: Sequence[Any], count: int) -> np.ndarray:
         if len(rows) != count:
@@ -144,10 +117,7 @@ class RemoteEmbedder:
         return l2_normalise(vectors)
 
     def _unavailable(self, reason: str) -> Unavailable:
-        return Unavailable(
-            f"embedding endpoint {self.name} at {_safe_url(self.url)}: {reason}",
-            provider=self.provider,
-        )
+        return self.endpoint.unavailable(reason)
 
 
 class OllamaEmbedder(RemoteEmbedder):
@@ -167,11 +137,6 @@ class OpenAIEmbedder(RemoteEmbedder):
 
     provider = "openai"
     path = "/v1/embeddings"
-
-    def _endpoint(self, base_url: str) -> str:
-        base = base_url.rstrip("/")
-        base = base.removesuffix("/v1")  # both "http://host:1234" and ".../v1" are common
-        return base + self.path
 
     def _vectors(self, payload: Any, count: int) -> list[Any]:
         data = payload.get("data") if isinstance(payload, dict) else None
@@ -193,21 +158,9 @@ class OpenAIEmbedder(RemoteEmbedder):
 
 def make_remote(settings: EmbedSettings) -> RemoteEmbedder:
     """The remote provider for settings; an API key is read from the environment once, here."""
-    api_key = None
-    if settings.api_key_env:
-        api_key = os.environ.get(settings.api_key_env, "")
-        if not api_key:
-            raise ConfigError(
-                [f"embed.api_key_env: environment variable {settings.api_key_env} is not set"]
-            )
+    api_key = api_key_from_env("embed", settings.api_key_env)
     if settings.provider == "ollama":
         return OllamaEmbedder(settings, api_key)
     if settings.provider == "openai":
         return OpenAIEmbedder(settings, api_key)
     raise ConfigError([f"embed.provider: {settings.provider!r} is not a remote provider"])
-
-
-def _safe_url(url: str) -> str:
-    """The endpoint without any user:password part, fit for messages and logs."""
-    parsed = httpx.URL(url)
-    return str(parsed.copy_with(username=None, password=None)) if parsed.userinfo else url

@@ -9,13 +9,10 @@ the endpoint and the reason, never the note's text.
 
 from __future__ import annotations
 
-import os
-import threading
 from typing import Any
 
-import httpx
-
 from vault_brain.config import SummarySettings
+from vault_brain.endpoint import JsonEndpoint, api_key_from_env, endpoint_url
 from vault_brain.errors import ConfigError, Unavailable
 from vault_brain.summarize.clean import clean_summary
 
@@ -53,17 +50,18 @@ class Summarizer:
     def __init__(self, settings: SummarySettings, api_key: str | None = None) -> None:
         self.name = f"{self.provider}:{settings.model}"
         self.model = settings.model
-        self.url = self._endpoint(settings.base_url)
         self.max_chars = settings.max_chars
-        self.timeout = settings.timeout_seconds
-        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client_lock = threading.Lock()
-        self._client: httpx.Client | None = None
+        self.endpoint = JsonEndpoint(
+            endpoint_url(settings.base_url, self.path, openai=self.provider == "openai"),
+            what=f"summary endpoint {self.name}",
+            provider=self.provider,
+            timeout=settings.timeout_seconds,
+            concurrency=self.concurrency,
+            api_key=api_key,
+        )
+        self.url = self.endpoint.url
 
     # -- protocol specifics -------------------------------------------------------------
-
-    def _endpoint(self, base_url: str) -> str:
-        return base_url.rstrip("/") + self.path
 
     def _body(self, messages: list[dict[str, str]]) -> dict[str, Any]:  # pragma: no cover
         raise NotImplementedError
@@ -75,50 +73,17 @@ class Summarizer:
 
     def summarize(self, title: str, body: str) -> str:
         """A one- or two-sentence summary of the note, cleaned and capped to max_chars."""
-        payload = self._post(self._body(prompt(title, body)))
+        payload = self.endpoint.post(self._body(prompt(title, body)))
         summary = clean_summary(self._content(payload), self.max_chars)
         if not summary:
             raise self._unavailable("reply holds no summary (only reasoning, or empty)")
         return summary
 
     def close(self) -> None:
-        with self._client_lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
-
-    # -- one request --------------------------------------------------------------------
-
-    def _http(self) -> httpx.Client:
-        with self._client_lock:
-            if self._client is None:
-                self._client = httpx.Client(
-                    timeout=httpx.Timeout(self.timeout),
-                    headers=self._headers,
-                    limits=httpx.Limits(max_connections=self.concurrency),
-                )
-            return self._client
-
-    def _post(self, body: dict[str, Any]) -> Any:
-        try:
-            response = self._http().post(self.url, json=body)
-        except httpx.TimeoutException as exc:
-            raise self._unavailable(f"timed out after {self.timeout:g} s") from exc
-        except httpx.HTTPError as exc:
-            raise self._unavailable(f"request failed ({type(exc).__name__})") from exc
-        if response.status_code != 200:
-            reason = response.reason_phrase or "error"
-            raise self._unavailable(f"HTTP {response.status_code} {reason}")
-        try:
-            return response.json()
-        except ValueError as exc:
-            raise self._unavailable("reply is not JSON") from exc
+        self.endpoint.close()
 
     def _unavailable(self, reason: str) -> Unavailable:
-        return Unavailable(
-            f"summary endpoint {self.name} at {_safe_url(self.url)}: {reason}",
-            provider=self.provider,
-        )
+        return self.endpoint.unavailable(reason)
 
 
 class OllamaSummarizer(Summarizer):
@@ -152,10 +117,6 @@ class OpenAISummarizer(Summarizer):
     provider = "openai"
     path = "/v1/chat/completions"
 
-    def _endpoint(self, base_url: str) -> str:
-        base = base_url.rstrip("/").removesuffix("/v1")  # "http://host:1234" or ".../v1"
-        return base + self.path
-
     def _body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         return {"model": self.model, "messages": messages, "stream": False}
 
@@ -179,13 +140,7 @@ def make_summarizer(settings: SummarySettings) -> Summarizer | None:
     An API key is read from the environment once, here."""
     if settings.provider == "none":
         return None
-    api_key = None
-    if settings.api_key_env:
-        api_key = os.environ.get(settings.api_key_env, "")
-        if not api_key:
-            raise ConfigError(
-                [f"summary.api_key_env: environment variable {settings.api_key_env} is not set"]
-            )
+    api_key = api_key_from_env("summary", settings.api_key_env)
     if settings.provider == "ollama":
         return OllamaSummarizer(settings, api_key)
     if settings.provider == "openai":
@@ -193,9 +148,3 @@ def make_summarizer(settings: SummarySettings) -> Summarizer | None:
     raise ConfigError(
         [f"summary.provider: {settings.provider!r} is not one of none, ollama, openai"]
     )
-
-
-def _safe_url(url: str) -> str:
-    """The endpoint without any user:password part, fit for messages and logs."""
-    parsed = httpx.URL(url)
-    return str(parsed.copy_with(username=None, password=None)) if parsed.userinfo else url
