@@ -167,3 +167,12 @@ def test_readme_run_command_works_on_the_sample_vault(tmp_path):
     assert r.returncode == 0, r.stderr
     r = run("search", "how do we deploy to production", "--vault", str(vault), "--json")
     assert json.loads(r.stdout)["results"][0]["path"] == "How-to/Deploy to production.md"
+
+
+def test_get_finds_a_note_written_after_indexing(small_vault):
+    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+    run("index", "--vault", str(small_vault.root), env=env)
+    small_vault.write("Later.md", "---\nid: later001\n---\n# Later\n")
+    r = run("get", "later001", "--vault", str(small_vault.root), "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["path"] == "Later.md"

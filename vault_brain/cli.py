@@ -209,19 +209,9 @@ def search(
         raise _fail(f"--mode must be hybrid, fts or vector, not {mode!r}", 2)
     settings = _settings(vault, config)
     log.set_quiet(True)
-    from vault_brain.lock import IndexerLock, indexer_lock_path
-
-    lock = IndexerLock(indexer_lock_path(settings))
-    indexer = lock.try_acquire()
-    try:
-        with _brain(settings, indexer=indexer) as brain:
-            if indexer:
-                brain.sync()
-                if brain.status().pending_vectors:
-                    brain.embed_pending()
-            result = brain.search(query, limit=limit, mode=mode, tags=tag or (), folder=folder)
-    finally:
-        lock.release()
+    with _brain(settings, indexer=False) as brain:
+        brain.refresh_if_unwatched()
+        result = brain.search(query, limit=limit, mode=mode, tags=tag or (), folder=folder)
     if json_out:
         _dump(
             {
@@ -251,10 +241,12 @@ def get(
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Show one note in full, with its version, tags, links and backlinks."""
+    """Show one note in full, with its version, tags, links and backlinks (syncs first when
+    no watcher is keeping the index fresh)."""
     settings = _settings(vault, config)
     log.set_quiet(True)
     with _brain(settings, indexer=False) as brain:
+        brain.refresh_if_unwatched()
         try:
             view = brain.get(ref)
         except NotFound as exc:

@@ -311,6 +311,22 @@ class Brain:
         finally:
             self._write_lock.release()
 
+    def refresh_if_unwatched(self) -> bool:
+        """Fresh reads without a daemon: when no watcher or server indexes this vault (its
+        indexer lock is free), bring the index in step now (stat pass, then vectors).
+        Returns True when it did."""
+        from vault_brain.lock import IndexerLock, indexer_lock_path
+
+        lock = IndexerLock(indexer_lock_path(self.settings))
+        if not lock.try_acquire():
+            return False
+        try:
+            self.sync()
+            self.embed_pending()
+        finally:
+            lock.release()
+        return True
+
     def start_watching(self) -> Callable[[], None]:
         """Keep the index in step with the files from background threads: a watchdog
         observer when this process can take the vault's indexer lock, else a reader that
