@@ -27,7 +27,7 @@ app = typer.Typer(
 VaultOpt = Annotated[
     str | None,
     typer.Option(
-        "--vault", "-v", help="The vault folder [env: VAULT_BRAIN_VAULT].", show_default=False
+        "--vault", "-v", help="The vault folder (env: VAULT_BRAIN_VAULT).", show_default=False
     ),
 ]
 ConfigOpt = Annotated[
@@ -35,7 +35,7 @@ ConfigOpt = Annotated[
     typer.Option(
         "--config",
         "-c",
-        help="A config.toml (default: <vault>/.vault-brain/config.toml) [env: VAULT_BRAIN_CONFIG].",
+        help="A config.toml (default: <vault>/.vault-brain/config.toml; env: VAULT_BRAIN_CONFIG).",
         show_default=False,
     ),
 ]
@@ -241,8 +241,7 @@ def get(
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Show one note in full, with its version, tags, links and backlinks (syncs first when
-    no watcher is keeping the index fresh)."""
+    """Show one note in full, with its version, tags, links and backlinks."""
     settings = _settings(vault, config)
     log.set_quiet(True)
     with _brain(settings, indexer=False) as brain:
@@ -319,9 +318,11 @@ def serve(
         typer.Option("--http", help="MCP Streamable HTTP at /mcp (Open WebUI, shared servers)."),
     ] = False,
     host: Annotated[
-        str | None, typer.Option(help="HTTP bind address [default: 127.0.0.1].")
+        str | None, typer.Option(help="HTTP bind address (default: server.host, 127.0.0.1).")
     ] = None,
-    port: Annotated[int | None, typer.Option(help="HTTP port [default: 8080].")] = None,
+    port: Annotated[
+        int | None, typer.Option(help="HTTP port (default: server.port, 8080).")
+    ] = None,
 ) -> None:
     """Serve the six memory tools over MCP (and keep the index in step with the vault)."""
     if stdio == http:
