@@ -186,6 +186,9 @@ def test_two_stdio_servers_on_one_vault_both_answer(tmp_path):
         two = second.ok("memory_save", {"title": "Other", "content": "osprey sighting"})
         assert search_until_found(second, "kestrel", one["id"])
         assert search_until_found(first, "osprey", two["id"])
+        # Exactly one of them took the vault's indexer role while both were running.
+        roles = ['"role": "indexer"' in c.stderr_path.read_text() for c in (first, second)]
+        assert roles.count(True) == 1, roles
     finally:
         first.close()
         second.close()
