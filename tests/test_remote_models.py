@@ -497,3 +497,27 @@ def test_the_watchers_background_thread_catches_summaries_up(notes, llm_server, 
         assert len(llm_server.seen("/api/chat")) == len(NOTES)
     finally:
         stop()
+
+
+def test_a_full_reindex_reuses_summaries_without_asking_the_llm_again(
+    vault, llm_server, open_brain
+):
+    vault.write("Garden.md", NOTES["Garden.md"])
+    llm_server.behaviour.chat_reply = "Watering tomatoes in summer."
+    brain = open_brain(summary=summary_section(llm_server.url))
+    assert brain.summarize_pending() == 1
+    asked = len(llm_server.seen("/api/chat"))
+    brain.sync(full=True)
+    assert brain.status().pending_summaries == 0
+    assert brain.summarize_pending() == 0
+    assert len(llm_server.seen("/api/chat")) == asked
+    assert brain.get("Garden.md").summary == "Watering tomatoes in summer."
+
+
+def test_an_edit_to_the_body_still_asks_for_a_new_summary(vault, llm_server, open_brain):
+    vault.write("Garden.md", NOTES["Garden.md"])
+    brain = open_brain(summary=summary_section(llm_server.url))
+    brain.summarize_pending()
+    vault.write("Garden.md", NOTES["Garden.md"] + "\nAlso basil.\n")
+    brain.sync()
+    assert brain.status().pending_summaries == 1

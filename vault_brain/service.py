@@ -458,7 +458,10 @@ class Brain:
                     log.event("summary_written", path=pending.path)
                     return 1
         with self._write_lock:
-            stored = store.set_llm_summary(self._conn, pending.rowid, pending.version, summary)
+            model = self.summarizer.name if self.summarizer else ""
+            stored = store.set_llm_summary(
+                self._conn, pending.rowid, pending.version, summary, model
+            )
         return 1 if stored else 0
 
     def _may_write_back(self, rel: str) -> bool:

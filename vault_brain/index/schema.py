@@ -1,7 +1,7 @@
 """The sidecar's schema in one readable block. Bump SCHEMA_VERSION on any change:
 the index is disposable, so a new version simply rebuilds from the files."""
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # FTS5 tokenizer: Porter stemming over unicode61 with diacritics removed. CJK text is
 # rewritten into character bigrams before it reaches FTS (index/text.py).
@@ -84,5 +84,11 @@ CREATE TABLE embed_cache (                -- a rowid table: 1 KB rows packed, no
     text_hash TEXT NOT NULL,
     vector    BLOB NOT NULL,                -- float32 little-endian
     UNIQUE (model, text_hash)
+);
+CREATE TABLE summary_cache (              -- LLM summaries by content: a reindex asks no LLM
+    model     TEXT NOT NULL,
+    body_hash TEXT NOT NULL,
+    summary   TEXT NOT NULL,
+    UNIQUE (model, body_hash)
 )
 """

@@ -217,6 +217,18 @@ def upsert_note(
             (*values, note.path),
         )
         rowid = cur.lastrowid
+    if note.summary_pending:
+        # The same body was summarised by the same model before (a reindex, a moved note,
+        # a frontmatter-only edit): reuse it instead of asking the LLM again.
+        cached = conn.execute(
+            "SELECT summary FROM summary_cache WHERE model = ? AND body_hash = ?",
+            (get_meta(conn, "summary_model") or "", note.body_hash),
+        ).fetchone()
+        if cached is not None:
+            conn.execute(
+                "UPDATE notes SET llm_summary = ?, summary_state = 0 WHERE rowid = ?",
+                (cached[0], rowid),
+            )
     for c in chunks:
         cur = conn.execute(
             """INSERT INTO chunks(note_rowid, ordinal, heading_path, text, text_hash, tokens)
@@ -652,15 +664,24 @@ def pending_summaries(conn: Connection, after_rowid: int, limit: int) -> list[Pe
     return [PendingSummary(r[0], r[1], r[2], r[3]) for r in rows]
 
 
-def set_llm_summary(conn: Connection, rowid: int, version: str, summary: str) -> bool:
-    """Store a summary of `version` of the note and take it off the queue; False (nothing
-    stored) when the note has changed or gone since."""
+def set_llm_summary(
+    conn: Connection, rowid: int, version: str, summary: str, model: str = ""
+) -> bool:
+    """Store a summary of `version` of the note, take it off the queue and remember it by
+    (model, body); False (nothing stored) when the note has changed or gone since."""
     cur = conn.execute(
         """UPDATE notes SET llm_summary = ?, summary_state = 0
            WHERE rowid = ? AND version = ? AND summary_state = 1""",
         (summary, rowid, version),
     )
-    return cur.rowcount == 1
+    if cur.rowcount != 1:
+        return False
+    conn.execute(
+        """INSERT OR REPLACE INTO summary_cache(model, body_hash, summary)
+           SELECT ?, body_hash, ? FROM notes WHERE rowid = ?""",
+        (model, summary, rowid),
+    )
+    return True
 
 
 def clear_summary_pending(conn: Connection, rowid: int, version: str) -> bool:
