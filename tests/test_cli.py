@@ -176,3 +176,31 @@ def test_get_finds_a_note_written_after_indexing(small_vault):
     r = run("get", "later001", "--vault", str(small_vault.root), "--json", env=env)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["path"] == "Later.md"
+
+
+def test_status_says_whether_a_watcher_keeps_the_index_fresh(small_vault):
+    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+    run("index", "--vault", str(small_vault.root), env=env)
+    assert (
+        json.loads(run("status", "--vault", str(small_vault.root), "--json", env=env).stdout)[
+            "watched"
+        ]
+        is False
+    )
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_BRAIN_")}
+    full_env.update(env)
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "vault_brain", "watch", "--vault", str(small_vault.root)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=full_env,
+    )
+    try:
+        for line in watcher.stderr:
+            if '"watch_started"' in line:
+                break
+        st = json.loads(run("status", "--vault", str(small_vault.root), "--json", env=env).stdout)
+        assert st["watched"] is True and st["indexer"] is False
+    finally:
+        watcher.terminate()
+        watcher.wait(timeout=30)

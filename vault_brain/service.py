@@ -41,6 +41,7 @@ from vault_brain.index.search import (
 from vault_brain.index.sync import Syncer, SyncReport, text_hash
 from vault_brain.index.text import fts_query, query_terms
 from vault_brain.index.vectors import VectorMatrix, embed_batch, vectors_ready
+from vault_brain.lock import indexer_alive
 from vault_brain.summarize import make_summarizer
 from vault_brain.vault import writer
 from vault_brain.vault.note import UnreadableNote, parse_note
@@ -157,11 +158,12 @@ class Status:
     embedding: str | None
     dimension: int | None
     index_bytes: int
-    indexer: bool
+    indexer: bool  # this process indexes the vault
     last_error: str | None  # the latest of embed_error and summary_error
     embed_error: str | None = None
     summary_error: str | None = None
     summary_model: str | None = None
+    watched: bool = False  # some process (watch, serve) keeps the index in step right now
 
 
 def _now() -> str:
@@ -723,6 +725,7 @@ class Brain:
             dimension=int(dim) if dim and model == getattr(self.embedder, "name", None) else None,
             index_bytes=size,
             indexer=self.indexer,
+            watched=self._live or indexer_alive(self.settings),
             last_error=latest[1] if latest else None,
             embed_error=errors["embed"][1] if errors["embed"] else None,
             summary_error=errors["summary"][1] if errors["summary"] else None,
