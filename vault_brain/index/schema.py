@@ -1,7 +1,7 @@
 """The sidecar's schema in one readable block. Bump SCHEMA_VERSION on any change:
 the index is disposable, so a new version simply rebuilds from the files."""
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # FTS5 tokenizer: Porter stemming over unicode61 with diacritics removed. CJK text is
 # rewritten into character bigrams before it reaches FTS (index/text.py).
@@ -16,6 +16,7 @@ CREATE TABLE notes (
     rowid        INTEGER PRIMARY KEY,
     path         TEXT NOT NULL UNIQUE,      -- vault-relative POSIX path
     id           TEXT NOT NULL UNIQUE,
+    claimed_id   TEXT NOT NULL,             -- the id the file asks for (frontmatter/derived)
     title        TEXT NOT NULL,
     summary      TEXT NOT NULL,             -- frontmatter summary ('' when none)
     llm_summary  TEXT,                      -- from a summarizer, when configured
@@ -39,6 +40,7 @@ CREATE INDEX notes_folder ON notes(folder);
 CREATE INDEX notes_stem ON notes(stem_key);
 CREATE INDEX notes_path_key ON notes(path_key);
 CREATE INDEX notes_body_hash ON notes(body_hash);
+CREATE INDEX notes_claimed ON notes(claimed_id);
 CREATE TABLE chunks (
     rowid        INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused: vectors attach safely
     note_rowid   INTEGER NOT NULL REFERENCES notes(rowid) ON DELETE CASCADE,

@@ -109,6 +109,23 @@ def id_holder(conn: Connection, note_id: str) -> str | None:
     return row[0] if row else None
 
 
+def id_of(conn: Connection, path: str) -> str | None:
+    row = conn.execute("SELECT id FROM notes WHERE path = ?", (path,)).fetchone()
+    return row[0] if row else None
+
+
+def set_note_id(conn: Connection, path: str, note_id: str) -> None:
+    conn.execute("UPDATE notes SET id = ? WHERE path = ?", (note_id, path))
+
+
+def first_claimant(conn: Connection, note_id: str) -> str | None:
+    """The path, first in path order, of a note whose file asks for this id."""
+    row = conn.execute(
+        "SELECT path FROM notes WHERE claimed_id = ? ORDER BY path LIMIT 1", (note_id,)
+    ).fetchone()
+    return row[0] if row else None
+
+
 def _drop_note_parts(conn: Connection, rowid: int, has_vectors: bool) -> None:
     chunk_ids = [
         r[0] for r in conn.execute("SELECT rowid FROM chunks WHERE note_rowid = ?", (rowid,))
@@ -131,6 +148,7 @@ class NoteRow:
 
     path: str
     id: str
+    claimed_id: str
     title: str
     summary: str
     lead: str
@@ -182,6 +200,7 @@ def upsert_note(
     row = conn.execute("SELECT rowid FROM notes WHERE path = ?", (note.path,)).fetchone()
     values = (
         note.id,
+        note.claimed_id,
         note.title,
         note.summary,
         note.lead,
@@ -203,17 +222,18 @@ def upsert_note(
         rowid = row[0]
         _drop_note_parts(conn, rowid, has_vectors)
         conn.execute(
-            """UPDATE notes SET id=?, title=?, summary=?, lead=?, created=?, updated=?,
-               sort_time=?, folder=?, stem_key=?, path_key=?, aliases=?, mtime_ns=?, size=?,
-               content_hash=?, body_hash=?, version=?, summary_state=?, llm_summary=NULL
-               WHERE rowid=?""",
+            """UPDATE notes SET id=?, claimed_id=?, title=?, summary=?, lead=?, created=?,
+               updated=?, sort_time=?, folder=?, stem_key=?, path_key=?, aliases=?,
+               mtime_ns=?, size=?, content_hash=?, body_hash=?, version=?, summary_state=?,
+               llm_summary=NULL WHERE rowid=?""",
             (*values, rowid),
         )
     else:
         cur = conn.execute(
-            """INSERT INTO notes(id, title, summary, lead, created, updated, sort_time, folder,
-               stem_key, path_key, aliases, mtime_ns, size, content_hash, body_hash, version,
-               summary_state, path) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+            """INSERT INTO notes(id, claimed_id, title, summary, lead, created, updated,
+               sort_time, folder, stem_key, path_key, aliases, mtime_ns, size, content_hash,
+               body_hash, version, summary_state, path)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
             (*values, note.path),
         )
         rowid = cur.lastrowid

@@ -76,6 +76,7 @@ def build_rows(
     row = store.NoteRow(
         path=note.path,
         id=note.id,
+        claimed_id=note.id,
         title=note.title,
         summary=note.summary,
         lead=note.lead,
@@ -222,7 +223,9 @@ class Syncer:
         with _Batch(self.conn) as batch:
             # Deletions first: a moved note frees its id before its new path claims it.
             for path in gone:
+                freed = store.id_of(self.conn, path)
                 store.delete_note(self.conn, indexed[path].rowid, has_vectors=has_vectors)
+                self._release_id(freed)
                 report.removed += 1
                 report.changed_paths.append(path)
                 batch.tick()
@@ -270,25 +273,35 @@ class Syncer:
                 log.warn("file_skipped", path=stat.path, reason=prepared.reason)
                 report.skipped += 1
             if known is not None:
+                freed = store.id_of(self.conn, stat.path)
                 store.delete_note(self.conn, known.rowid, has_vectors=has_vectors)
+                self._release_id(freed)
                 report.removed += 1
         elif prepared.note is not None and prepared.rows is not None:
             note = prepared.note
             for warning in note.warnings:
                 log.warn("note_warning", path=stat.path, warning=warning)
             row, chunks, links = prepared.rows
-            unique = self._unique_id(note)
-            if unique != note.id:
-                row = replace(row, id=unique)
+            before = store.id_of(self.conn, stat.path) if known is not None else None
+            assigned = self._claim_id(note)
+            if assigned != note.id:
+                row = replace(row, id=assigned)
+            if before is not None and before != assigned:
+                store.set_note_id(self.conn, stat.path, assigned)  # free `before` first
             store.upsert_note(self.conn, row, chunks, note.tags, links, has_vectors=has_vectors)
+            if before is not None and before != assigned:
+                self._release_id(before)
             if known is None:
                 report.added += 1
             else:
                 report.updated += 1
             report.changed_paths.append(stat.path)
 
-    def _unique_id(self, note: Note) -> str:
-        """Two files claiming one id (a copied note): the later one gets a derived id."""
+    def _claim_id(self, note: Note) -> str:
+        """The id this note gets. Two files may ask for one frontmatter id (a duplicated
+        note): the one whose path sorts first keeps it and the other gets an id derived from
+        its path, the rule a full rebuild (which goes in path order) applies, so incremental
+        and full agree whatever order the files changed in."""
         holder = store.id_holder(self.conn, note.id)
         if holder is None or holder == note.path:
             return note.id
@@ -301,13 +314,29 @@ class Syncer:
                     self.conn, stale.rowid, has_vectors=store.has_vector_table(self.conn)
                 )
             return note.id
-        candidate = derived_id(note.path)
-        n = 1
-        while (h := store.id_holder(self.conn, candidate)) is not None and h != note.path:
+        if note.path < holder:
+            fallback = self._fallback_id(holder)
+            store.set_note_id(self.conn, holder, fallback)
+            log.warn("duplicate_id", path=holder, id=note.id, other=note.path, used=fallback)
+            return note.id
+        fallback = self._fallback_id(note.path)
+        log.warn("duplicate_id", path=note.path, id=note.id, other=holder, used=fallback)
+        return fallback
+
+    def _fallback_id(self, path: str) -> str:
+        candidate, n = derived_id(path), 1
+        while (h := store.id_holder(self.conn, candidate)) is not None and h != path:
             n += 1
-            candidate = derived_id(f"{note.path}#{n}")
-        log.warn("duplicate_id", path=note.path, id=note.id, other=holder, used=candidate)
+            candidate = derived_id(f"{path}#{n}")
         return candidate
+
+    def _release_id(self, freed: str | None) -> None:
+        """An id no note holds any more goes to the first file (by path) that asks for it."""
+        if freed is None or store.id_holder(self.conn, freed) is not None:
+            return
+        claimant = store.first_claimant(self.conn, freed)
+        if claimant is not None:
+            store.set_note_id(self.conn, claimant, freed)
 
 
 @dataclass(frozen=True)
