@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.llm_server import FakeLLMServer
 from vault_brain.config import Settings, load_settings
 from vault_brain.service import Brain
 
@@ -83,3 +84,17 @@ def make_brain(make_settings: Callable[..., Settings]) -> Iterator[Callable[...,
 def brain(make_brain: Callable[..., Brain]) -> Brain:
     """A full-text-only brain (fast); tests of vectors ask make_brain for the local model."""
     return make_brain()
+
+
+@pytest.fixture(scope="module")
+def _running_server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+def llm_server(_running_server: FakeLLMServer) -> FakeLLMServer:
+    """A real loopback server speaking Ollama and OpenAI (embeddings, chat): one per module
+    (starting uvicorn costs time), with fresh switches per test."""
+    _running_server.reset()
+    return _running_server

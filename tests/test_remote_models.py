@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from starlette.testclient import TestClient
 
-from tests.fakes.llm_server import FakeLLMServer, closed_port_url
+from tests.fakes.llm_server import closed_port_url
 from vault_brain.server.app import BrainHandle
 from vault_brain.server.http import build_app
 from vault_brain.service import BACKOFF_CAP, BACKOFF_START, Backoff, Brain
@@ -26,19 +26,6 @@ NOTES = {
     "Recipes/Bread.md": "# Bread\n\nFlour, water, salt, yeast; knead ten minutes.\n",
     "Travel.md": "# Travel\n\nPassport, chargers and the train tickets to Lyon.\n",
 }
-
-
-@pytest.fixture(scope="module")
-def _running_server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as server:
-        yield server
-
-
-@pytest.fixture
-def llm_server(_running_server: FakeLLMServer) -> FakeLLMServer:
-    """One server per module (starting uvicorn costs time), with fresh switches per test."""
-    _running_server.reset()
-    return _running_server
 
 
 @pytest.fixture
