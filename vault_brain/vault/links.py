@@ -7,9 +7,11 @@ inline code spans are blanked out (same length, newlines kept), so C++ attribute
 
 from __future__ import annotations
 
+import posixpath
 import re
 import unicodedata
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 
 @dataclass(frozen=True)
@@ -113,17 +115,68 @@ def _escaped(text: str, index: int) -> bool:
     return count % 2 == 1
 
 
-def extract_links(text: str, masked: str | None = None) -> tuple[Link, ...]:
-    """Wikilinks and embeds in order of first appearance, each distinct link once.
+def extract_links(text: str, masked: str | None = None, folder: str = "") -> tuple[Link, ...]:
+    """Wikilinks, embeds and Markdown links to notes, in order of first appearance, each
+    distinct link once. `folder` is the note's own folder, for `../` Markdown links.
 
-    Same-note links ([[#heading]]) are skipped; escaped \\[[ is not a link.
+    Same-note links ([[#heading]], (#heading)) are skipped; escaped \\[[ is not a link; web
+    addresses and attachments other than notes are not links to notes.
     """
     if masked is None:
         masked = mask_code(text)
-    if "[[" not in masked:
-        return ()
+    found: list[tuple[int, Link]] = []
+    if "[[" in masked:
+        found += _wikilinks(masked)
+    if "](" in masked:
+        found += _markdown_links(masked, folder)
+    found.sort(key=lambda pair: pair[0])
     seen: set[Link] = set()
     links: list[Link] = []
+    for _, link in found:
+        if link not in seen:
+            seen.add(link)
+            links.append(link)
+    return tuple(links)
+
+
+# [text](target) and ![text](target); the target may be <wrapped> and carry a "title".
+_MD_LINK = re.compile(
+    r"(?P<bang>!?)\[(?P<text>[^\[\]\n]*)\]\(\s*(?:<(?P<wrapped>[^<>\n]+)>|(?P<bare>[^\s()<>]+))"
+    r"(?:\s+\"[^\"\n]*\")?\s*\)"
+)
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def _markdown_links(masked: str, folder: str) -> list[tuple[int, Link]]:
+    """Markdown links whose target is a note in the vault (.md or no extension)."""
+    out = []
+    for m in _MD_LINK.finditer(masked):
+        if _escaped(masked, m.start("bang") if m.group("bang") else m.start()):
+            continue
+        raw = unquote(m.group("wrapped") or m.group("bare") or "")
+        if not raw or _SCHEME.match(raw) or raw.startswith(("#", "/")):
+            continue
+        raw, _, heading = raw.partition("#")
+        name = posixpath.basename(raw)
+        if name.lower().endswith(".md"):
+            raw = raw[:-3]
+        elif "." in name:
+            continue  # an attachment (image, PDF), not a note
+        if raw.startswith(("./", "../")):
+            raw = posixpath.normpath(posixpath.join(folder, raw))
+            while raw.startswith("../"):
+                raw = raw[3:]
+        target = raw.strip()
+        if not target:
+            continue
+        alias = m.group("text").strip() or None
+        embed = bool(m.group("bang"))
+        out.append((m.start(), Link(target, heading.strip() or None, alias, embed)))
+    return out
+
+
+def _wikilinks(masked: str) -> list[tuple[int, Link]]:
+    out = []
     for m in _WIKILINK.finditer(masked):
         embed = bool(m.group("bang"))
         bracket = m.start("inner") - 2
@@ -132,11 +185,9 @@ def extract_links(text: str, masked: str | None = None) -> tuple[Link, ...]:
         if embed and _escaped(masked, m.start()):
             embed = False  # "\![[x]]" shows a literal "!" before an ordinary link
         link = _parse_inner(m.group("inner"), embed)
-        if link is None or link in seen:
-            continue
-        seen.add(link)
-        links.append(link)
-    return tuple(links)
+        if link is not None:
+            out.append((m.start(), link))
+    return out
 
 
 def _parse_inner(inner: str, embed: bool) -> Link | None:

@@ -9,6 +9,7 @@ Warnings name the problem, never the note's text.
 from __future__ import annotations
 
 import hashlib
+import posixpath
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -118,7 +119,7 @@ def parse_note(path: str, raw: bytes) -> Note:
         updated=_timestamp(meta, ("updated", "modified"), warnings),
         tags=tuple(sorted(set(_frontmatter_tags(meta)) | set(inline_tags))),
         aliases=_aliases(meta),
-        links=extract_links(body, masked),
+        links=extract_links(body, masked, posixpath.dirname(path)),
         body=body,
         version=file_version(raw),
         content_hash=content_hash(raw),
