@@ -226,6 +226,7 @@ class Brain:
         self._matrix = VectorMatrix()
         self._syncer = Syncer(self._conn, settings, summarize=settings.summary.provider != "none")
         self._last_sync = 0.0
+        self._synced = threading.Event()  # a full stat pass has completed in this process
         self._live = False
         self.embed_backoff = Backoff()
         self.summary_backoff = Backoff()
@@ -258,6 +259,7 @@ class Brain:
         with self._write_lock:
             report = self._syncer.sync_all(full=full, progress=progress)
             self._last_sync = time.monotonic()
+        self._synced.set()
         log.event(
             "sync",
             scanned=report.scanned,
@@ -312,6 +314,17 @@ class Brain:
             self.sync()
         finally:
             self._write_lock.release()
+
+    def wait_until_indexed(self, timeout: float) -> bool:
+        """A brand-new index fills in the background (a server answers `initialize` at
+        once); its first reads wait for it, bounded, rather than answer "nothing found".
+        True as soon as the index holds notes or a stat pass has completed."""
+        deadline = time.monotonic() + timeout
+        while not (self._synced.is_set() or store.has_notes(self._reader())):
+            if time.monotonic() >= deadline:
+                return False
+            self._synced.wait(0.1)
+        return True
 
     def refresh_if_unwatched(self) -> bool:
         """Fresh reads without a daemon: when no watcher or server indexes this vault (its

@@ -194,3 +194,18 @@ def test_two_stdio_servers_on_one_vault_both_answer(tmp_path):
         second.close()
     logs = first.stderr_path.read_text() + second.stderr_path.read_text()
     assert "locked" not in logs and '"level": "warning"' not in logs
+
+
+def test_first_search_on_a_never_indexed_vault_waits_for_the_first_pass(tmp_path):
+    vault = tmp_path / "vault"
+    for i in range(300):
+        note = vault / f"f{i % 10}" / f"Note {i}.md"
+        note.parent.mkdir(parents=True, exist_ok=True)
+        note.write_text(f"# Note {i}\n\nWords about topic{i}.\n", encoding="utf-8")
+    (vault / "Heron.md").write_text("# Heron\n\nA grey heron stood in the river.\n")
+    client = stdio_client_for(vault, tmp_path)
+    try:
+        found = client.ok("memory_search", {"query": "grey heron", "mode": "fts"})
+        assert found["results"] and found["results"][0]["path"] == "Heron.md"
+    finally:
+        client.close()

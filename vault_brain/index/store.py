@@ -439,6 +439,10 @@ def note_with_body(conn: Connection, body_hash: str) -> NoteInfo | None:
 # --- counts ---------------------------------------------------------------------------
 
 
+def has_notes(conn: Connection) -> bool:
+    return conn.execute("SELECT 1 FROM notes LIMIT 1").fetchone() is not None
+
+
 def counts(conn: Connection) -> dict[str, int]:
     notes = conn.execute("SELECT count(*) FROM notes").fetchone()[0]
     chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from vault_brain.service import Brain
 
 OPEN_WAIT_SECONDS = 30.0
+# A tool call on a brand-new (empty) index waits this long for the first pass over the vault.
+FIRST_INDEX_WAIT_SECONDS = 20.0
 
 
 def _default_factory(settings: Settings) -> Brain:
@@ -73,6 +75,7 @@ class BrainHandle:
         self._opened = threading.Event()
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._indexed = False  # the first tool calls wait (bounded) for a brand-new index
 
     def start(self) -> None:
         if self._thread is None:
@@ -108,6 +111,9 @@ class BrainHandle:
             raise Unavailable(
                 f"the index could not be opened ({type(self._error).__name__}); see the server log"
             )
+        if not self._indexed:
+            self._brain.wait_until_indexed(FIRST_INDEX_WAIT_SECONDS)
+            self._indexed = True  # once: after that, answers come from whatever is indexed
         return self._brain
 
     def peek(self) -> Brain | None:
