@@ -100,8 +100,7 @@ def main() -> None:
             progress(f"{locale}: indexing and searching")
             results.append(run_locale(locale.strip(), Path(tmp)))
     rows = [
-        [r["locale"], r["queries"]]
-        + [f"{r[f'{m}_mrr']:.3f} / {r[f'{m}_hit3']:.2f}" for m in MODES]
+        [r["locale"], r["queries"]] + [f"{r[f'{m}_mrr']:.3f} / {r[f'{m}_hit3']:.2f}" for m in MODES]
         for r in results
     ]
     headers = ["locale", "queries"] + [f"{m} MRR@10 / hit@3" for m in MODES]

@@ -60,8 +60,16 @@ def test_health_answers_without_a_token(http_server):
     assert response.status_code == 200
     body = response.json()
     assert set(body) == {
-        "status", "notes", "chunks", "pending_vectors", "pending_summaries", "embedding",
-        "dimension", "summary_model", "indexer", "last_error",
+        "status",
+        "notes",
+        "chunks",
+        "pending_vectors",
+        "pending_summaries",
+        "embedding",
+        "dimension",
+        "summary_model",
+        "indexer",
+        "last_error",
     }
     assert body["status"] == "ok" and body["notes"] >= 4
 
