@@ -360,13 +360,6 @@ def list_notes(
     return [_info(r) for r in rows]
 
 
-def note_tags(conn: Connection, rowid: int) -> list[str]:
-    return [
-        r[0]
-        for r in conn.execute("SELECT tag FROM tags WHERE note_rowid = ? ORDER BY tag", (rowid,))
-    ]
-
-
 def note_links(conn: Connection, rowid: int) -> list[LinkRow]:
     rows = conn.execute(
         "SELECT target, heading, alias, embed FROM links WHERE note_rowid = ? ORDER BY ordinal",
@@ -417,15 +410,6 @@ def backlink_rowids(conn: Connection, info: NoteInfo) -> list[int]:
         (*keys, "%/" + _like_prefix(stem.lower())),
     )
     return [r[0] for r in rows if r[0] != info.rowid]
-
-
-def note_body_chunks(conn: Connection, rowid: int) -> list[str]:
-    return [
-        r[0]
-        for r in conn.execute(
-            "SELECT text FROM chunks WHERE note_rowid = ? ORDER BY ordinal", (rowid,)
-        )
-    ]
 
 
 def note_with_body(conn: Connection, body_hash: str) -> NoteInfo | None:
@@ -579,14 +563,6 @@ def reset_vectors(conn: Connection, model: str, dim: int) -> None:
     set_meta(conn, "embed_dim", str(dim))
 
 
-def drop_vectors(conn: Connection) -> None:
-    conn.execute(f"DROP TABLE IF EXISTS {VECTOR_TABLE}")
-    conn.execute("UPDATE chunks SET vec_state = 0")
-    bump_vector_epoch(conn)
-    set_meta(conn, "embed_model", None)
-    set_meta(conn, "embed_dim", None)
-
-
 @dataclass(frozen=True)
 class PendingChunk:
     rowid: int
@@ -706,15 +682,6 @@ def set_llm_summary(
         (model, summary, rowid),
     )
     return True
-
-
-def clear_summary_pending(conn: Connection, rowid: int, version: str) -> bool:
-    """Take `version` of the note off the queue without a summary (the lead stands)."""
-    cur = conn.execute(
-        "UPDATE notes SET summary_state = 0 WHERE rowid = ? AND version = ? AND summary_state = 1",
-        (rowid, version),
-    )
-    return cur.rowcount == 1
 
 
 def queue_all_summaries(conn: Connection) -> int:
