@@ -24,6 +24,17 @@ from vault_brain.config import Settings, load_settings
 from vault_brain.server.app import BrainHandle
 from vault_brain.server.http import make_uvicorn
 
+# The first JSON-RPC message of every MCP session, for tests that speak the protocol raw.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
 TOKEN = "test-token-0123456789"
 
 # Fast and offline: no embedding model. Search answers from full text and says `degraded`.

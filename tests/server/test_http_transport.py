@@ -13,18 +13,8 @@ from vault_brain.config import load_settings
 from vault_brain.errors import ConfigError
 from vault_brain.server.http import check_bind, is_loopback
 
-from .harness import TOKEN, http_client_for, start_http_server, write_vault
+from .harness import INITIALIZE, TOKEN, http_client_for, start_http_server, write_vault
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "0"},
-    },
-}
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 

@@ -12,18 +12,8 @@ from pathlib import Path
 import pytest
 import tiktoken
 
-from .harness import BASE_ENV, stdio_client_for, write_vault
+from .harness import BASE_ENV, INITIALIZE, stdio_client_for, write_vault
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "raw-test", "version": "0"},
-    },
-}
 SECRET_WORDS = "marmalade-quokka-observatory"
 
 
