@@ -44,7 +44,7 @@ from vault_brain.index.vectors import VectorMatrix, embed_batch, vectors_ready
 from vault_brain.lock import indexer_alive
 from vault_brain.summarize import make_summarizer
 from vault_brain.vault import writer
-from vault_brain.vault.note import UnreadableNote, parse_note
+from vault_brain.vault.note import UnreadableNote, file_version, parse_note
 from vault_brain.vault.paths import resolve_folder_path
 from vault_brain.vault.render import render_new_note, render_update
 from vault_brain.vault.secrets import find_secret
@@ -144,6 +144,7 @@ class SaveResult:
     path: str
     version: str
     duplicate_of: str | None = None
+    indexed: bool = True  # False: the file is written, the index catches up later
 
 
 @dataclass(frozen=True)
@@ -627,12 +628,13 @@ class Brain:
         ref = (ref or "").strip()
         if not ref:
             raise InvalidInput("id is empty")
-        info = store.note_by_id(conn, ref)
+        path = ref.lstrip("/")
+        # A reference that names a vault path is that path, whatever ids other notes claim.
+        info = store.note_by_path(conn, path)
         if info is None:
-            path = ref.lstrip("/")
-            info = store.note_by_path(conn, path)
-            if info is None and not path.lower().endswith(".md"):
-                info = store.note_by_path(conn, path + ".md")
+            info = store.note_by_id(conn, ref)
+        if info is None and not path.lower().endswith(".md"):
+            info = store.note_by_path(conn, path + ".md")
         if info is None:
             raise NotFound(f"no note with id or path {ref!r}")
         return info
@@ -783,6 +785,45 @@ class Brain:
             out.append(t)
         return out
 
+    def _check_size(self, data: bytes) -> None:
+        """A note over the vault's size cap would be skipped by the indexer, so it would
+        vanish from search: refuse the write before the file is touched."""
+        cap = self.settings.vault.max_file_bytes
+        if len(data) > cap:
+            raise InvalidInput(
+                f"the note would be {len(data)} bytes, over the size limit of {cap} bytes "
+                "(vault.max_file_bytes); split it into several notes"
+            )
+
+    def _duplicate_on_disk(self, content: str) -> store.NoteInfo | None:
+        """A note whose body is exactly this content, confirmed against its file: the
+        index may lag a person's edit by a moment, and then the model's text must be saved."""
+        body = content.strip()
+        if not body:
+            return None
+        same = store.note_with_body(self._reader(), text_hash(body))
+        if same is None:
+            return None
+        try:
+            note = parse_note(same.path, (self.root / same.path).read_bytes())
+        except (OSError, UnreadableNote):
+            note = None
+        if note is not None and text_hash(note.body.strip()) == text_hash(body):
+            return same
+        self.sync_paths([same.path])  # the index was behind: bring that note up to date
+        return None
+
+    def _index_written(self, rel: str) -> bool:
+        """Index a file this process just wrote. The file is the truth and it has landed:
+        an index that cannot take it now (full disk, I/O error) must not turn the write
+        into a failure the model would retry; the next sync catches up."""
+        try:
+            self._syncer.sync_paths([rel])
+            return True
+        except (*binding_errors(), OSError) as exc:
+            log.warn("index_write_failed", path=log.cut(rel), error=log.cut(str(exc), 200))
+            return False
+
     def save(
         self,
         title: str,
@@ -805,9 +846,8 @@ class Brain:
         # With allowed_folders set, a save with no folder goes to the first of them.
         target = folder or (allowed[0] if allowed else "")
         resolve_folder_path(self.root, target, allowed_folders=allowed)  # Forbidden early
-        conn = self._reader()
-        same = store.note_with_body(conn, text_hash((content or "").strip()))
-        if same is not None and (content or "").strip():
+        same = self._duplicate_on_disk(content or "")
+        if same is not None:
             return SaveResult(same.id, same.path, same.version, duplicate_of=same.id)
         with self._write_lock:
             note_id = _new_id()
@@ -821,12 +861,14 @@ class Brain:
                 tags=clean_tags,
                 now=_now(),
             )
+            self._check_size(data)
             rel = writer.create_note_file(self.root, target, title, data, allowed)
-            self._syncer.sync_paths([rel])
-        info = store.note_by_path(self._reader(), rel)
-        version = info.version if info else ""
-        log.event("save", id=note_id, path=rel)
-        return SaveResult(info.id if info else note_id, rel, version)
+            indexed = self._index_written(rel)
+        info = store.note_by_path(self._reader(), rel) if indexed else None
+        log.event("save", id=note_id, path=rel, indexed=indexed)
+        if info is None:
+            return SaveResult(note_id, rel, file_version(data), indexed=indexed)
+        return SaveResult(info.id, rel, info.version)
 
     def update(
         self,
@@ -872,6 +914,7 @@ class Brain:
                 now=_now(),
                 id=info.id,
             )
+            self._check_size(new)
             new_version = writer.replace_note_file(
                 self.root,
                 info.path,
@@ -879,9 +922,9 @@ class Brain:
                 new,
                 allowed_folders=self.settings.write.allowed_folders,
             )
-            self._syncer.sync_paths([info.path])
-        log.event("update", id=info.id, path=info.path)
-        return SaveResult(info.id, info.path, new_version)
+            indexed = self._index_written(info.path)
+        log.event("update", id=info.id, path=info.path, indexed=indexed)
+        return SaveResult(info.id, info.path, new_version, indexed=indexed)
 
     def delete(self, ref: str, version: str) -> str:
         self._check_writable()
@@ -895,7 +938,7 @@ class Brain:
                 version,
                 allowed_folders=self.settings.write.allowed_folders,
             )
-            self._syncer.sync_paths([info.path])
+            self._index_written(info.path)
         log.event("delete", id=info.id, path=info.path, trashed_to=trashed)
         return trashed
 

@@ -429,8 +429,24 @@ class _Batch:
     def tick(self) -> None:
         self.count += 1
         if self.count >= BATCH_NOTES or time.monotonic() - self.started > BATCH_SECONDS:
-            self.conn.execute("COMMIT")
+            self._commit()
             self._begin()
 
+    def _commit(self) -> None:
+        try:
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+
+    def _rollback(self) -> None:
+        # SQLite may have rolled back already (a full disk): a second ROLLBACK would raise
+        # "no transaction is active" and hide the real error.
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
     def __exit__(self, exc_type, exc, tb) -> None:
-        self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        if exc_type:
+            self._rollback()
+        else:
+            self._commit()

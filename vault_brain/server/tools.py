@@ -169,6 +169,8 @@ def _save(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
     out: dict[str, Any] = {"id": r.id, "path": r.path, "version": r.version}
     if r.duplicate_of:
         out["duplicate_of"] = r.duplicate_of
+    if not r.indexed:
+        out["indexed"] = False  # the file is saved; search finds it once the index catches up
     return out, 1
 
 
@@ -179,7 +181,10 @@ def _update(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
     if all(v is None for v in changes.values()):
         raise InvalidInput("nothing to update: give content, append, summary, tags or title")
     r = brain.update(a["id"], a["version"], **changes)
-    return {"id": r.id, "version": r.version}, 1
+    out: dict[str, Any] = {"id": r.id, "version": r.version}
+    if not r.indexed:
+        out["indexed"] = False
+    return out, 1
 
 
 def _delete(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:

@@ -208,8 +208,9 @@ def _note_id(meta: dict[str, Any], path: str, warnings: list[str]) -> str:
     text = (
         str(value).strip() if isinstance(value, str | int) and not isinstance(value, bool) else ""
     )
-    if not text or any(ch.isspace() or ch in "/\\" for ch in text):
-        warnings.append("frontmatter: id ignored (must be text without spaces or slashes)")
+    # An id that looks like a path would shadow that path in lookups: not honoured.
+    if not text or any(ch.isspace() or ch in "/\\" for ch in text) or text.lower().endswith(".md"):
+        warnings.append("frontmatter: id ignored (must be text without spaces, slashes or .md)")
         return derived_id(path)
     return text
 
