@@ -67,7 +67,7 @@ def run_locale(locale: str, work: Path) -> dict[str, object]:
     settings = load_settings(
         vault=str(vault), env={}, overrides={"embed": {"provider": "local", "model": bench_model()}}
     )
-    brain = Brain(settings, indexer=False)
+    brain = Brain(settings)
     try:
         brain.sync()
         while brain.embed_pending():

@@ -187,7 +187,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         no_vectors = {"embed": {"provider": "none"}}
         settings = load_settings(vault=str(vault), env={}, overrides=no_vectors)
-        with Brain(settings, indexer=False) as brain:
+        with Brain(settings) as brain:
             time.sleep(2)  # let the watcher finish its start-up
             progress(f"measuring {args.edits} edits")
             latencies = measure_edits(brain, vault, args.edits, rng)

@@ -12,9 +12,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.fakes.llm_server import closed_port_url
+from vault_brain.indexer import BACKOFF_CAP, BACKOFF_START, Backoff
 from vault_brain.server.app import BrainHandle
 from vault_brain.server.http import build_app
-from vault_brain.service import BACKOFF_CAP, BACKOFF_START, Backoff, Brain
+from vault_brain.service import Brain
 from vault_brain.vault.note import parse_note
 
 SHORT_BACKOFF = 0.05  # seconds: long enough to observe, short enough not to slow the suite
@@ -60,10 +61,10 @@ def open_brain(make_settings) -> Iterator[Callable[..., Brain]]:
     """Brains with a short back-off, synced once (vectors and summaries left pending)."""
     brains: list[Brain] = []
 
-    def make(*, sync: bool = True, indexer: bool = True, **sections: dict) -> Brain:
-        brain = Brain(make_settings(**sections), indexer=indexer)
+    def make(*, sync: bool = True, **sections: dict) -> Brain:
+        brain = Brain(make_settings(**sections))
         brains.append(brain)
-        brain.embed_backoff.start = brain.summary_backoff.start = SHORT_BACKOFF
+        brain.indexer.embed_backoff.start = brain.indexer.summary_backoff.start = SHORT_BACKOFF
         if sync:
             brain.sync()
         return brain
@@ -152,7 +153,7 @@ def test_search_answers_from_full_text_and_says_degraded_while_the_endpoint_fail
 def test_search_does_not_call_an_endpoint_that_is_backed_off(notes, llm_server, open_brain):
     llm_server.behaviour.mode = "error500"
     brain = open_brain(embed=embed_section(llm_server.url))
-    brain.embed_backoff.start = 60.0
+    brain.indexer.embed_backoff.start = 60.0
     brain.embed_pending()
     before = len(llm_server.seen())
     brain.search("tomatoes water")
@@ -162,7 +163,7 @@ def test_search_does_not_call_an_endpoint_that_is_backed_off(notes, llm_server, 
 def test_backed_off_queue_makes_no_request_until_the_delay_passes(notes, llm_server, open_brain):
     llm_server.behaviour.mode = "error500"
     brain = open_brain(embed=embed_section(llm_server.url))
-    brain.embed_backoff.start = 60.0
+    brain.indexer.embed_backoff.start = 60.0
     brain.embed_pending()
     before = len(llm_server.seen())
     assert brain.embed_pending() == 0 and len(llm_server.seen()) == before
@@ -443,7 +444,7 @@ def test_status_in_another_brain_sees_the_recorded_error(notes, llm_server, open
     worker = open_brain(**sections)
     worker.embed_pending()
     worker.summarize_pending()
-    reader = open_brain(sync=False, indexer=False, **sections)
+    reader = open_brain(sync=False, **sections)
     status = reader.status()
     assert "HTTP 500" in status.embed_error and "HTTP 500" in status.summary_error
     assert status.last_error == status.summary_error  # the later of the two

@@ -15,6 +15,7 @@ from watch_storm import Storm
 
 from vault_brain.config import Settings, load_settings
 from vault_brain.errors import Unavailable
+from vault_brain.indexer import Indexer
 from vault_brain.service import Brain
 from vault_brain.watch import Watcher
 
@@ -45,7 +46,7 @@ def write(vault: Path, rel: str, text: str) -> Path:
     return path
 
 
-def settle(watcher: Watcher, settings: Settings) -> None:
+def settle(watcher: Indexer | Watcher, settings: Settings) -> None:
     """Wait until events stop arriving and every batch is applied.
 
     A quiet spell longer than watchdog's hold on unpaired moves (0.5 s) and than two polls.
@@ -86,10 +87,11 @@ def vault(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def running(vault: Path):
-    """An indexer Watcher over `vault` with its Brain; stopped and closed afterwards."""
+    """A Brain whose Indexer took the vault's lock and watches it; stopped afterwards."""
     settings = make_settings(vault)
-    brain = Brain(settings, indexer=False)
-    watcher = Watcher(brain, settings, health_check_seconds=0.5)
+    brain = Brain(settings)
+    watcher = brain.indexer
+    watcher.health_check_seconds = 0.5
     watcher.start()
     assert watcher.wait_idle(30)
     yield watcher, brain, settings
@@ -103,7 +105,7 @@ def running(vault: Path):
 def test_start_takes_the_indexer_role_and_reconciles_the_vault(running):
     watcher, brain, _ = running
     assert watcher.role == "indexer"
-    assert brain.indexer
+    assert brain.status().indexer
     assert watcher.stats().reconciles == 1
     assert brain.status().notes == 2
 
@@ -128,7 +130,7 @@ def test_atomic_save_syncs_only_the_final_path_once(running, vault):
     temp = write(vault, "Projects/Alpha.md.tmp4242", "---\nid: alpha001\n---\n# Alpha\nnarwhal\n")
     os.replace(temp, vault / "Projects/Alpha.md")
     settle(watcher, settings)
-    assert list(watcher.recent_batches) == [("Projects/Alpha.md",)]
+    assert list(watcher.watcher.recent_batches) == [("Projects/Alpha.md",)]
     assert fts_paths(brain, "narwhal") == ["Projects/Alpha.md"]
 
 
@@ -139,7 +141,7 @@ def test_create_then_modify_is_one_sync(running, vault):
         fh.flush()
         fh.write("axolotl\n")
     settle(watcher, settings)
-    assert list(watcher.recent_batches) == [("Burst.md",)]
+    assert list(watcher.watcher.recent_batches) == [("Burst.md",)]
     assert fts_paths(brain, "axolotl") == ["Burst.md"]
 
 
@@ -194,7 +196,7 @@ def test_files_in_ignored_folders_and_other_kinds_are_not_synced(running, vault)
     write(vault, "Projects/picture.png", "marmoset")
     write(vault, "notes.txt", "marmoset")
     settle(watcher, settings)
-    assert list(watcher.recent_batches) == []
+    assert list(watcher.watcher.recent_batches) == []
     assert fts_paths(brain, "marmoset") == []
 
 
@@ -234,7 +236,7 @@ def test_changes_made_while_stopped_are_found_on_start(vault):
         brain.sync()
         write(vault, "Later.md", "# Later\nokapi\n")
         (vault / "Inbox.md").unlink()
-        with Watcher(brain, settings) as watcher:
+        with brain.indexer as watcher:
             assert watcher.wait_idle(30)
             assert fts_paths(brain, "okapi") == ["Later.md"]
             assert fts_paths(brain, "things") == []
@@ -243,7 +245,7 @@ def test_changes_made_while_stopped_are_found_on_start(vault):
 def test_stop_syncs_paths_still_waiting_for_their_debounce(vault):
     settings = make_settings(vault, debounce_ms=5000)
     with Brain(settings) as brain:
-        watcher = Watcher(brain, settings)
+        watcher = brain.indexer
         watcher.start()
         assert watcher.wait_idle(30)
         write(vault, "Late.md", "# Late\ncapybara\n")
@@ -259,7 +261,7 @@ def test_stop_syncs_paths_still_waiting_for_their_debounce(vault):
 def test_stop_releases_the_indexer_lock(vault):
     settings = make_settings(vault)
     with Brain(settings) as brain:
-        watcher = Watcher(brain, settings)
+        watcher = brain.indexer
         watcher.start()
         watcher.stop()
         assert watcher.lock.try_acquire()
@@ -279,7 +281,7 @@ def test_inotify_overflow_warning_triggers_a_full_reconcile(running):
 
 def test_dead_observer_is_restarted_and_the_vault_reconciled(running, vault):
     watcher, brain, settings = running
-    watcher._observer.stop()  # what a crashed emitter thread looks like from outside
+    watcher.watcher._observer.stop()  # what a crashed emitter thread looks like from outside
     write(vault, "Missed.md", "# Missed\nbinturong\n")  # no observer sees this write
     deadline = time.monotonic() + 10
     while watcher.stats().reconciles < 2:
@@ -292,25 +294,32 @@ def test_dead_observer_is_restarted_and_the_vault_reconciled(running, vault):
     assert fts_paths(brain, "binturong") == ["After.md", "Missed.md"]
 
 
-class FailingOnceBrain(Brain):
-    """A real Brain whose first sync_paths fails, as a locked or vanished disk would."""
+class FailingOnce:
+    """The real Indexer behind a first sync_paths that fails, as a vanished disk would."""
 
-    failed = False
+    def __init__(self, indexer: Indexer) -> None:
+        self.indexer = indexer
+        self.failed = False
+
+    def sync(self):
+        return self.indexer.sync()
 
     def sync_paths(self, paths):
         if not self.failed:
             self.failed = True
             raise Unavailable("disk went away")
-        return super().sync_paths(paths)
+        return self.indexer.sync_paths(paths)
 
 
 def test_failed_sync_loses_no_change_and_is_retried(vault):
     settings = make_settings(vault)
-    with FailingOnceBrain(settings) as brain, Watcher(brain, settings) as watcher:
-        assert watcher.wait_idle(30)
-        write(vault, "Retry.md", "# Retry\ntapir\n")
-        settle(watcher, settings)
-        assert brain.failed
+    with Brain(settings) as brain:
+        target = FailingOnce(brain.indexer)
+        with Watcher(target, settings) as watcher:
+            assert watcher.wait_idle(30)
+            write(vault, "Retry.md", "# Retry\ntapir\n")
+            settle(watcher, settings)
+        assert target.failed
         assert watcher.stats().errors == 1
         assert fts_paths(brain, "tapir") == ["Retry.md"]
 
@@ -320,22 +329,23 @@ def test_failed_sync_loses_no_change_and_is_retried(vault):
 
 def test_second_watcher_on_the_vault_only_reads(vault, tmp_path):
     settings = make_settings(vault)
-    with Brain(settings) as first, Brain(settings, indexer=False) as second:
-        with Watcher(first, settings) as indexer, Watcher(second, settings) as reader:
+    with Brain(settings) as first, Brain(settings) as second:
+        with first.indexer as indexer, second.indexer as reader:
             assert indexer.role == "indexer"
             assert reader.role == "reader"
-            assert not second.indexer
+            assert not second.status().indexer
             write(vault, "Shared.md", "# Shared\ngecko\n")
             settle(indexer, settings)
             assert fts_paths(second, "gecko") == ["Shared.md"]
-            assert reader.stats().batches == 0
+            assert reader.stats() is None  # a reader runs no watcher
 
 
 def test_reader_takes_over_when_the_indexer_stops(vault):
     settings = make_settings(vault)
-    with Brain(settings) as first, Brain(settings, indexer=False) as second:
-        indexer = Watcher(first, settings)
-        reader = Watcher(second, settings, lock_retry_seconds=0.1)
+    with Brain(settings) as first, Brain(settings) as second:
+        indexer = first.indexer
+        reader = second.indexer
+        reader.lock_retry_seconds = 0.1
         indexer.start()
         reader.start()
         assert reader.role == "reader"
@@ -344,7 +354,7 @@ def test_reader_takes_over_when_the_indexer_stops(vault):
         while reader.role != "indexer":
             assert time.monotonic() < deadline, "reader did not take over"
             time.sleep(0.02)
-        assert second.indexer
+        assert second.status().indexer
         write(vault, "Handover.md", "# Handover\nmeerkat\n")
         settle(reader, settings)
         assert fts_paths(second, "meerkat") == ["Handover.md"]
@@ -361,7 +371,7 @@ def test_storm_settles_to_what_a_full_reindex_builds(tmp_path, poll):
     storm = Storm(vault, seed=20260101 + poll)
     storm.run(40)  # something to start from
     settings = make_settings(vault, poll=poll)
-    with Brain(settings) as brain, Watcher(brain, settings) as watcher:
+    with Brain(settings) as brain, brain.indexer as watcher:
         assert watcher.wait_idle(30)
         done = storm.run(STORM_OPS)
         settle(watcher, settings)
@@ -384,7 +394,7 @@ def many_notes(vault: Path, count: int) -> None:
 
 
 def reader_brain(vault: Path) -> Brain:
-    return Brain(make_settings(vault), indexer=False)
+    return Brain(make_settings(vault))
 
 
 def test_kill_9_mid_reconcile_then_restart_equals_a_full_reindex(tmp_path):
@@ -425,7 +435,7 @@ def test_sigterm_stops_the_watcher_cleanly_and_frees_the_lock(vault):
         assert proc.count("watch_stopped") == 1
         assert proc.other == []
         settings = make_settings(vault)
-        with Brain(settings) as brain, Watcher(brain, settings) as watcher:
+        with Brain(settings) as brain, brain.indexer as watcher:
             assert watcher.role == "indexer"
     finally:
         proc.close()
@@ -436,8 +446,8 @@ def test_two_processes_one_indexes_and_the_other_takes_over_when_it_is_killed(va
     other = WatchProcess(vault)
     try:
         other.wait_for("watch_started", role="indexer")
-        with Brain(settings, indexer=False) as brain:
-            watcher = Watcher(brain, settings)  # default retry: takes over "within seconds"
+        with Brain(settings) as brain:
+            watcher = brain.indexer  # default retry: takes over "within seconds"
             watcher.start()
             failures: list[BaseException] = []
             searches = 0
@@ -458,7 +468,7 @@ def test_two_processes_one_indexes_and_the_other_takes_over_when_it_is_killed(va
                 assert watcher.role == "reader"
                 write(vault, "By other.md", "# By other\nheron\n")
                 wait_until(lambda: fts_paths(brain, "heron") == ["By other.md"])
-                assert watcher.stats().batches == 0  # the other process did the indexing
+                assert watcher.stats() is None  # the other process does the indexing
                 other.kill()
                 wait_until(lambda: watcher.role == "indexer", timeout=6)
                 write(vault, "By me.md", "# By me\nheron again\n")

@@ -1,7 +1,7 @@
 """A watcher in its own process, for the crash, hand-over and permission tests.
 
-As a script: `python tests/watch_proc.py VAULT [--poll] [--debounce MS]` runs
-`vault_brain.watch.run_watch` until SIGINT/SIGTERM, the way `vault-brain watch` does.
+As a script: `python tests/watch_proc.py VAULT [--poll] [--debounce MS]` runs the real
+`vault-brain watch` (embeddings off) until SIGINT/SIGTERM.
 As a module: `WatchProcess` starts one and follows its JSON log lines on stderr.
 """
 
@@ -104,28 +104,24 @@ def _matches(event: dict, name: str, fields: dict) -> bool:
 def main(argv: Sequence[str]) -> int:
     import argparse
 
-    from vault_brain.config import load_settings
-    from vault_brain.service import Brain
-    from vault_brain.watch import run_watch
-
     parser = argparse.ArgumentParser()
     parser.add_argument("vault")
     parser.add_argument("--poll", action="store_true")
     parser.add_argument("--debounce", type=int, default=50)
     args = parser.parse_args(argv)
-    settings = load_settings(
-        vault=args.vault,
-        env={},
-        overrides={
-            "embed": {"provider": "none"},
-            "watch": {"poll": args.poll, "debounce_ms": args.debounce},
-        },
-    )
-    brain = Brain(settings, indexer=False)
+    for name in [k for k in os.environ if k.startswith("VAULT_BRAIN_")]:
+        del os.environ[name]
+    os.environ["VAULT_BRAIN_EMBED_PROVIDER"] = "none"
+    sys.argv = ["vault-brain", "watch", "--vault", args.vault, "--debounce", str(args.debounce)]
+    if args.poll:
+        sys.argv.append("--poll")
+    from vault_brain.cli import main as cli_main
+
     try:
-        return run_watch(brain, settings)
-    finally:
-        brain.close()
+        cli_main()
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    return 0
 
 
 if __name__ == "__main__":

@@ -55,11 +55,11 @@ def _settings(vault: str | None, config: str | None, **overrides: dict[str, Any]
 
 
 @contextmanager
-def _brain(settings: Settings, *, indexer: bool = True):
+def _brain(settings: Settings):
     from vault_brain.service import Brain
 
     try:
-        brain = Brain(settings, indexer=indexer)
+        brain = Brain(settings)
     except VaultBrainError as exc:
         raise _fail(exc.message, 2 if isinstance(exc, ConfigError) else 1) from None
     try:
@@ -105,8 +105,9 @@ def _run_with_progress(label: str, work) -> Any:
     with bar:
         task = bar.add_task(label, total=None)
 
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
+        def update(p: Any) -> None:
+            done, total = (p.done, p.total) if hasattr(p, "done") else p
+            bar.update(task, completed=done, total=total or None)
 
         return work(update)
 
@@ -148,6 +149,17 @@ def index(
     settings = _settings(vault, config)
     log.set_quiet(True)
     with _brain(settings) as brain:
+        if brain.indexer.watched() and not full:
+            # A watcher or server holds the indexer lock and keeps the index in step.
+            st = brain.status()
+            if json_out:
+                _dump({"watched": True, "notes": st.notes, "pending_vectors": st.pending_vectors})
+            else:
+                typer.echo(
+                    f"a running vault-brain watch/serve keeps this index in step "
+                    f"({st.notes} notes, {st.pending_vectors} vectors pending)"
+                )
+            return
         report = _run_with_progress("indexing", lambda cb: brain.sync(full=full, progress=cb))
         pending = brain.status().pending_vectors
         vectors = 0
@@ -184,7 +196,7 @@ def _embed_all(brain: Any, total: int, progress) -> int:
             return done
         done += n
         if progress:
-            progress(min(done, total), total)
+            progress((min(done, total), total))
 
 
 app.command("reindex", help="Alias of `index`.")(index)
@@ -202,6 +214,9 @@ def search(
         typer.Option("--tag", help="Only notes with this tag (repeat for several)."),
     ] = None,
     folder: Annotated[str | None, typer.Option(help="Only notes in this folder.")] = None,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show each arm's rank and score per hit.")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Search the vault (syncs first when no watcher is keeping the index fresh)."""
@@ -209,17 +224,17 @@ def search(
         raise _fail(f"--mode must be hybrid, fts or vector, not {mode!r}", 2)
     settings = _settings(vault, config)
     log.set_quiet(True)
-    with _brain(settings, indexer=False) as brain:
+    with _brain(settings) as brain:
         brain.refresh_if_unwatched()
-        result = brain.search(query, limit=limit, mode=mode, tags=tag or (), folder=folder)
-    if json_out:
-        _dump(
-            {
-                "results": [dataclasses.asdict(h) for h in result.hits],
-                "mode": result.mode,
-                "degraded": result.degraded,
-            }
+        result = brain.search(
+            query, limit=limit, mode=mode, tags=tag or (), folder=folder, explain=explain
         )
+    if json_out:
+        hits = [dataclasses.asdict(h) for h in result.hits]
+        if not explain:
+            for h in hits:
+                h.pop("explain", None)
+        _dump({"results": hits, "mode": result.mode, "degraded": result.degraded})
         return
     if result.degraded:
         typer.echo(f"(full text only: {result.reason})", err=True)
@@ -230,6 +245,8 @@ def search(
         typer.echo(f"{i}. {hit.title}  [{hit.path}]  id={hit.id}  score={hit.score:.3f}")
         if hit.snippet:
             typer.echo(f"   {hit.snippet}")
+        if hit.explain:
+            typer.echo(f"   explain: {json.dumps(hit.explain)}")
 
 
 @app.command()
@@ -244,7 +261,7 @@ def get(
     """Show one note in full, with its version, tags, links and backlinks."""
     settings = _settings(vault, config)
     log.set_quiet(True)
-    with _brain(settings, indexer=False) as brain:
+    with _brain(settings) as brain:
         brain.refresh_if_unwatched()
         try:
             view = brain.get(ref)
@@ -272,7 +289,7 @@ def status(vault: VaultOpt = None, config: ConfigOpt = None, json_out: JsonOpt =
     """Counts, pending work, the embedding model and the index size."""
     settings = _settings(vault, config)
     log.set_quiet(True)
-    with _brain(settings, indexer=False) as brain:
+    with _brain(settings) as brain:
         st = brain.status()
     if json_out:
         _dump(dataclasses.asdict(st))
@@ -296,11 +313,37 @@ def watch(
     """Keep the index in step with the vault until Ctrl-C (JSON log lines on stderr)."""
     overrides: dict[str, Any] = {"poll": poll or None, "debounce_ms": debounce}
     settings = _settings(vault, config, watch={k: v for k, v in overrides.items() if v is not None})
-    from vault_brain.watch import run_watch
+    with _brain(settings) as brain:
+        _run_until_signal(brain.start_watching)
+    raise typer.Exit(0)
 
-    with _brain(settings, indexer=False) as brain:
-        code = run_watch(brain, settings)
-    raise typer.Exit(code or 0)
+
+def _run_until_signal(start_watching: Any) -> None:
+    """Watch until SIGINT/SIGTERM, then stop cleanly (pending paths are synced first).
+    The handlers are in place before watching starts, so an early signal still stops
+    cleanly. A second signal while stopping falls back to the default: Ctrl-C twice kills."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+    previous: dict[int, Any] = {}
+
+    def on_signal(signum: int, _frame: object) -> None:
+        log.event("watch_signal", signal=signal.Signals(signum).name)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.getsignal(sig)
+        signal.signal(sig, on_signal)
+    stop_watching = start_watching()
+    try:
+        stop.wait()
+    finally:
+        stop_watching()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @app.command()

@@ -1,23 +1,25 @@
-"""Live sync: filesystem events → debounced `Brain.sync_paths`, one indexer per vault.
+"""Live sync: filesystem events → debounced syncs of the paths they name.
 
 People edit in Obsidian while models read, so the index follows each save within a
 blink and costs nothing while idle (threads sleep on conditions, never spin). Events only
-say *which* paths to look at; `Brain` re-reads the files, so lost, doubled or reordered
+say *which* paths to look at; the sync re-reads the files, so lost, doubled or reordered
 events cannot make the index wrong, and whenever events may have been lost (start,
 observer error, kernel queue overflow) one full stat-pass reconcile sets things right.
+
+The watcher knows nothing of roles or locks: the Indexer (indexer.py) starts one when its
+process takes the vault's indexer lock, and gives it itself as the target.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import signal
 import threading
 import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from watchdog.events import (
     DirAttribEvent,
@@ -39,11 +41,17 @@ from watchdog.observers.polling import PollingObserver
 
 from vault_brain import log
 from vault_brain.config import Settings
-from vault_brain.lock import IndexerLock, indexer_lock_path
+from vault_brain.index.sync import SyncReport
 from vault_brain.vault.scan import is_ignored, is_markdown
 
-if TYPE_CHECKING:
-    from vault_brain.service import Brain
+
+class SyncTarget(Protocol):
+    """What the watcher drives (the Indexer)."""
+
+    def sync(self) -> SyncReport: ...
+
+    def sync_paths(self, paths: Iterable[str]) -> SyncReport: ...
+
 
 # Opened/closed-without-write events are left out: the indexer's own reads must not wake it.
 WATCHED_EVENTS: list[type[FileSystemEvent]] = [
@@ -58,10 +66,8 @@ WATCHED_EVENTS: list[type[FileSystemEvent]] = [
     DirDeletedEvent,
     DirMovedEvent,
 ]
-LOCK_RETRY_SECONDS = 2.0  # a reader takes over within this long after the indexer dies
 HEALTH_CHECK_SECONDS = 5.0  # how often an idle watcher checks that its observer still runs
 MAX_WAIT_SECONDS = 2.0  # a path that never goes quiet is still synced this often
-EMBED_IDLE_SECONDS = 60.0  # retry pending vectors this often even with no new edits
 BACKOFF_MAX_SECONDS = 60.0
 RECENT_BATCHES = 200
 
@@ -77,7 +83,7 @@ class _Dirty:
 class WatchStats:
     """Counters for status lines, tests and the latency benchmark."""
 
-    role: str  # "indexer" | "reader" | "stopped"
+    running: bool
     batches: int
     paths_synced: int
     reconciles: int
@@ -110,28 +116,19 @@ class _WatchdogLogHook(logging.Handler):
 
 
 class Watcher:
-    """Keeps one vault's index equal to its files while running (a thread, not a process).
-
-    Indexer role (this process holds the vault's indexer lock): a watchdog observer feeds
-    dirty paths to a worker thread that calls `brain.sync_paths` once per quiet batch, and
-    a second thread catches up vectors with `brain.embed_pending`. Reader role (another
-    process indexes): a thread retries the lock every LOCK_RETRY_SECONDS and promotes this
-    process when the holder is gone.
-    """
+    """Keeps one vault's index equal to its files while running (threads, not a process):
+    a watchdog observer feeds dirty paths to a worker thread that calls
+    `target.sync_paths` once per quiet batch, and `target.sync` for a full reconcile."""
 
     def __init__(
         self,
-        brain: Brain,
+        target: SyncTarget,
         settings: Settings,
         *,
-        lock: IndexerLock | None = None,
-        embed_batch: int | None = None,
-        lock_retry_seconds: float = LOCK_RETRY_SECONDS,
         health_check_seconds: float = HEALTH_CHECK_SECONDS,
     ) -> None:
-        self.brain = brain
+        self.target = target
         self.settings = settings
-        self.lock = lock if lock is not None else IndexerLock(indexer_lock_path(settings))
         self._root = str(settings.vault_path)
         self._prefix = self._root.rstrip(os.sep) + os.sep
         self._ignore = tuple(settings.vault.ignore)
@@ -140,9 +137,7 @@ class Watcher:
         self._max_wait = max(MAX_WAIT_SECONDS, 4 * self._debounce)
         # Paths due this soon ride along: one folder move's sub-events land in one batch.
         self._slack = self._debounce / 2
-        self._lock_retry = lock_retry_seconds
         self._health_every = health_check_seconds
-        self._embed_batch = embed_batch or max(1, settings.embed.batch_size) * 4
 
         self._cond = threading.Condition()
         self._pending: dict[str, _Dirty] = {}
@@ -151,14 +146,12 @@ class Watcher:
         self._backoff = 0.0
         self._busy = False
         self._stopping = False
-        self._started = False
-        self._role = "stopped"
+        self._running = False
         self._next_health = 0.0
         self._last_folders: set[str] = set()
 
         self._stop_event = threading.Event()
-        self._embed_wake = threading.Event()
-        self._role_lock = threading.Lock()
+        self._state_lock = threading.Lock()
         self._observer: BaseObserver | None = None
         self._handler = _Handler(self)
         self._log_hook = _WatchdogLogHook(self)
@@ -173,33 +166,30 @@ class Watcher:
     # ----------------------------------------------------------------- lifecycle
 
     @property
-    def role(self) -> str:
-        return self._role
-
-    @property
-    def is_indexer(self) -> bool:
-        return self._role == "indexer"
+    def running(self) -> bool:
+        return self._running
 
     def start(self) -> None:
-        """Take the indexer role if free, else wait for it as a reader. Returns at once."""
-        with self._role_lock:
-            if self._started:
+        """Start the observer and the sync worker; the first job is a full reconcile."""
+        with self._state_lock:
+            if self._running:
                 return
-            self._started = True
+            self._running = True
             self._stop_event.clear()
-            if self.lock.try_acquire():
-                self._become_indexer_locked()
-                return
-            self._role = "reader"
-            log.event("watch_reader", lock=str(self.lock.path))
-            self._spawn(self._run_reader, "vault-brain-lock-retry")
+            logging.getLogger("watchdog").addHandler(self._log_hook)
+            try:
+                self._start_observer()
+            except OSError as exc:
+                log.warn("watch_observer_failed", error=log.cut(str(exc), 200))
+                self._errors += 1
+            self.request_reconcile("start")
+            self._spawn(self._run_worker, "vault-brain-sync")
 
     def stop(self, timeout: float | None = None) -> None:
-        """Stop watching, sync every path still pending, give up the indexer role."""
-        with self._role_lock:
-            if not self._started:
+        """Stop watching after syncing every path still pending."""
+        with self._state_lock:
+            if not self._running:
                 return
-            self._started = False
             self._stop_event.set()
             observer, self._observer = self._observer, None
         if observer is not None:
@@ -209,22 +199,17 @@ class Watcher:
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
-        self._embed_wake.set()
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join(timeout)
         self._threads = []
         logging.getLogger("watchdog").removeHandler(self._log_hook)
-        if self._role == "indexer":
-            self.brain.set_indexer(False)  # another process may take the lock; this one reads
-        self.lock.release()
         with self._cond:
             self._stopping = False
             self._pending.clear()
             self._reconcile_at = None
-            self._role = "stopped"
+            self._running = False
             self._cond.notify_all()
-        log.event("watch_stopped")
 
     def __enter__(self) -> Watcher:
         self.start()
@@ -234,9 +219,9 @@ class Watcher:
         self.stop()
 
     def request_reconcile(self, reason: str, delay: float = 0.0) -> None:
-        """Schedule one full stat-pass sync (events may have been lost). Indexer role only."""
+        """Schedule one full stat-pass sync (events may have been lost)."""
         with self._cond:
-            if self._role != "indexer" or self._stopping:
+            if not self._running or self._stopping:
                 return
             due = time.monotonic() + delay
             if self._reconcile_at is None or due < self._reconcile_at:
@@ -262,7 +247,7 @@ class Watcher:
     def stats(self) -> WatchStats:
         with self._cond:
             return WatchStats(
-                role=self._role,
+                running=self._running,
                 batches=self._batches,
                 paths_synced=self._paths_synced,
                 reconciles=self._reconciles,
@@ -274,42 +259,6 @@ class Watcher:
         thread = threading.Thread(target=target, name=name, daemon=True)  # type: ignore[arg-type]
         self._threads.append(thread)
         thread.start()
-
-    def _run_reader(self) -> None:
-        while not self._stop_event.wait(self._lock_retry):
-            try:
-                got = self.lock.try_acquire()
-            except Exception as exc:  # an unreadable index folder: keep reading, retry later
-                log.warn("watch_lock_error", error=log.cut(str(exc), 200))
-                continue
-            if not got:
-                continue
-            with self._role_lock:
-                if not self._started:
-                    self.lock.release()
-                    return
-                log.event("watch_takeover", lock=str(self.lock.path))
-                self._become_indexer_locked()
-            return
-
-    def _become_indexer_locked(self) -> None:
-        self.brain.set_indexer(True, live=True)
-        self._role = "indexer"
-        logging.getLogger("watchdog").addHandler(self._log_hook)
-        try:
-            self._start_observer()
-        except OSError as exc:
-            log.warn("watch_observer_failed", error=log.cut(str(exc), 200))
-            self._errors += 1
-        self.request_reconcile("start")
-        self._spawn(self._run_worker, "vault-brain-sync")
-        self._spawn(self._run_embedder, "vault-brain-embed")
-        log.event(
-            "watch_started",
-            role="indexer",
-            poll=self.settings.watch.poll,
-            debounce_ms=self.settings.watch.debounce_ms,
-        )
 
     def _start_observer(self) -> None:
         if self.settings.watch.poll:
@@ -329,8 +278,8 @@ class Watcher:
         return all(emitter.is_alive() for emitter in observer.emitters)
 
     def _check_observer(self) -> None:
-        with self._role_lock:
-            if not self._started or self._observer_healthy():
+        with self._state_lock:
+            if not self._running or self._observer_healthy():
                 return
             log.warn("watch_observer_restart")
             old, self._observer = self._observer, None
@@ -478,7 +427,7 @@ class Watcher:
     def _sync_batch(self, paths: tuple[str, ...]) -> None:
         started = time.perf_counter()
         try:
-            report = self.brain.sync_paths(list(paths))
+            report = self.target.sync_paths(list(paths))
         except Exception as exc:
             self._failed("sync_paths", exc)
             return
@@ -495,8 +444,6 @@ class Watcher:
             removed=report.removed,
             ms=round((time.perf_counter() - started) * 1000, 1),
         )
-        if report.added or report.updated:
-            self._embed_wake.set()
         if self.settings.watch.poll and report.added + report.updated + report.removed:
             self._verify_after_poll(paths)
 
@@ -518,7 +465,7 @@ class Watcher:
     def _reconcile(self, reason: str) -> None:
         started = time.perf_counter()
         try:
-            report = self.brain.sync()
+            report = self.target.sync()
         except Exception as exc:
             self._failed("sync", exc)
             return
@@ -534,7 +481,6 @@ class Watcher:
             removed=report.removed,
             ms=round((time.perf_counter() - started) * 1000, 1),
         )
-        self._embed_wake.set()
         if self.settings.watch.poll and report.added + report.updated + report.removed:
             self._verify_after_poll(())
 
@@ -553,57 +499,3 @@ class Watcher:
         )
         if not self._stop_event.is_set():
             self.request_reconcile(f"{what}_failed", delay=delay)
-
-    def _run_embedder(self) -> None:
-        backoff = 0.0
-        while True:
-            self._embed_wake.wait(backoff or EMBED_IDLE_SECONDS)
-            self._embed_wake.clear()
-            if self._stop_event.is_set():
-                return
-            try:
-                while not self._stop_event.is_set():
-                    done = self.brain.embed_pending(limit=self._embed_batch)
-                    summarize = getattr(self.brain, "summarize_pending", None)
-                    if callable(summarize) and not self._stop_event.is_set():
-                        done += summarize(limit=4)  # a few notes: LLM calls take seconds
-                    if done <= 0:
-                        break
-                backoff = 0.0
-            except Exception as exc:
-                backoff = min(BACKOFF_MAX_SECONDS * 5, max(1.0, backoff * 2))
-                log.warn(
-                    "watch_embed_failed",
-                    error=type(exc).__name__,
-                    message=log.cut(str(exc), 200),
-                    retry_s=backoff,
-                )
-
-
-def run_watch(brain: Brain, settings: Settings, stop_event: threading.Event | None = None) -> int:
-    """`vault-brain watch`: watch until SIGINT/SIGTERM (or stop_event), then stop cleanly.
-
-    A second signal while stopping falls back to the default handler (Ctrl-C twice kills).
-    """
-    stop = stop_event if stop_event is not None else threading.Event()
-    previous: dict[int, object] = {}
-
-    def on_signal(signum: int, _frame: object) -> None:
-        log.event("watch_signal", signal=signal.Signals(signum).name)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]
-        stop.set()
-
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.getsignal(sig)
-            signal.signal(sig, on_signal)
-    watcher = Watcher(brain, settings)
-    try:
-        watcher.start()
-        stop.wait()
-    finally:
-        watcher.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]
-    return 0

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from vault_brain.config import SearchSettings
 from vault_brain.errors import InvalidInput
-from vault_brain.index.search import NoteHit, fuse_convex, fuse_rrf, make_snippet
+from vault_brain.search.base import ArmResult, NoteHit
+from vault_brain.search.fusion import fuse_convex, fuse_rrf
+from vault_brain.search.snippets import make_snippet
 
 NOTES = {
     "How-to/Deploy.md": "---\ntags: [ops]\n---\n# Deploy to production\n\n"
@@ -104,26 +107,26 @@ def test_changing_the_embedding_model_never_mixes_vectors(vault, make_brain, tmp
     assert other.status().vectors == 0
 
 
-def _hits(*pairs):
-    return [NoteHit(n, n * 10, s) for n, s in pairs]
+def _arms(fts, vec):
+    def hits(pairs):
+        return [NoteHit(n, n * 10, s) for n, s in pairs]
+
+    return [ArmResult("fts", hits(fts)), ArmResult("vector", hits(vec))]
 
 
 def test_convex_fusion_keeps_a_strong_full_text_winner():
-    fts = _hits((1, 9.0), (2, 3.0), (3, 1.0))
-    vec = _hits((3, 0.50), (2, 0.49), (1, 0.48))
-    assert fuse_convex(fts, vec, 0.3)[0].note_rowid == 1
+    arms = _arms([(1, 9.0), (2, 3.0), (3, 1.0)], [(3, 0.50), (2, 0.49), (1, 0.48)])
+    assert fuse_convex(arms, SearchSettings(vector_weight=0.3))[0].note_rowid == 1
 
 
 def test_convex_fusion_promotes_a_note_both_arms_agree_on():
-    fts = _hits((1, 5.0), (2, 4.9), (3, 1.0))
-    vec = _hits((2, 0.9), (3, 0.5), (1, 0.1))
-    assert fuse_convex(fts, vec, 0.3)[0].note_rowid == 2
+    arms = _arms([(1, 5.0), (2, 4.9), (3, 1.0)], [(2, 0.9), (3, 0.5), (1, 0.1)])
+    assert fuse_convex(arms, SearchSettings(vector_weight=0.3))[0].note_rowid == 2
 
 
 def test_rrf_with_equal_weights_is_classic_rrf():
-    fts = _hits((1, 9.0), (2, 3.0))
-    vec = _hits((2, 0.9), (1, 0.1))
-    fused = fuse_rrf(fts, vec, k=60, vector_weight=0.5)
+    arms = _arms([(1, 9.0), (2, 3.0)], [(2, 0.9), (1, 0.1)])
+    fused = fuse_rrf(arms, SearchSettings(rrf_k=60, vector_weight=0.5))
     assert fused[0].score == pytest.approx(1 / 61 + 1 / 62)
 
 

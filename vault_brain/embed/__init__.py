@@ -19,7 +19,16 @@ class Embedder(Protocol):
 
     def dimension(self) -> int: ...
 
-    def embed(self, texts: list[str]) -> np.ndarray: ...
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Vectors of passages (chunks): float32, unit length, zero rows for empty text."""
+        ...
+
+
+def embed_queries(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """Vectors of search queries. Models trained with a query/passage asymmetry (e5's
+    "query: " prefix) give their `embed_queries`; symmetric ones embed queries as text."""
+    method = getattr(embedder, "embed_queries", None)
+    return method(texts) if callable(method) else embedder.embed(texts)
 
 
 def make_embedder(settings: EmbedSettings) -> Embedder | None:

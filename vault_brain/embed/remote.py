@@ -28,6 +28,7 @@ class RemoteEmbedder:
 
     provider = ""
     path = ""
+    remote = True  # a query embedding gets a short deadline (search/semantic.py)
 
     def __init__(self, settings: EmbedSettings, api_key: str | None = None) -> None:
         self.name = f"{self.provider}:{settings.model}"

@@ -8,7 +8,10 @@ Many Pythons (pyenv's default build, macOS's system Python, this machine's) ship
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -16,7 +19,10 @@ from typing import Any
 import sqlite_vec
 
 from vault_brain import log
+from vault_brain.errors import Unavailable
+from vault_brain.index.matrix import VectorMatrix
 from vault_brain.index.schema import SCHEMA, SCHEMA_VERSION
+from vault_brain.index.store import Reads, Writes
 
 Connection = Any  # sqlite3.Connection or sqlean.Connection: the same DB-API shape
 
@@ -30,7 +36,11 @@ def _can_load_extensions(module: ModuleType) -> bool:
         conn.enable_load_extension(True)
         sqlite_vec.load(conn)
         conn.execute("SELECT vec_version()")
-        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        # Every feature the schema needs: contentless_delete came with SQLite 3.43, and a
+        # system sqlite3 that loads extensions may still be older (Debian 12: 3.40).
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, content='', contentless_delete=1)")
+        conn.execute("INSERT INTO t(rowid, x) VALUES (1, 'a')")
+        conn.execute("DELETE FROM t WHERE rowid = 1")
         return True
     except Exception:
         return False
@@ -42,7 +52,8 @@ _binding: ModuleType | None = None
 
 
 def pick_binding(candidates: tuple[str, ...] = ("sqlite3", "sqlean")) -> ModuleType:
-    """The first importable SQLite binding that loads sqlite-vec and has FTS5."""
+    """The first importable SQLite binding that loads sqlite-vec and has what the schema
+    needs (FTS5 with contentless_delete)."""
     global _binding
     if _binding is not None and candidates == ("sqlite3", "sqlean"):
         return _binding
@@ -71,7 +82,7 @@ def binding_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
-def connect(path: Path | str, *, readonly: bool = False) -> Connection:
+def connect(path: Path | str) -> Connection:
     """A connection with sqlite-vec loaded, WAL, and a busy timeout so nobody sees 'locked'."""
     module = pick_binding()
     conn = module.connect(str(path), timeout=30.0, check_same_thread=False, isolation_level=None)
@@ -79,8 +90,7 @@ def connect(path: Path | str, *, readonly: bool = False) -> Connection:
     sqlite_vec.load(conn)
     conn.enable_load_extension(False)
     conn.execute("PRAGMA busy_timeout = 30000")
-    if not readonly:
-        conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA temp_store = MEMORY")
@@ -159,3 +169,156 @@ def open_index(path: Path) -> Connection:
             _move_aside(path, "corrupt")
             log.warn("index_corrupt", error=str(exc)[:200])
     raise RuntimeError("unreachable")
+
+
+# --- the index as the rest of the code sees it ---------------------------------------------
+
+READERS = 4  # read connections an index lends out at once; more callers wait their turn
+
+
+class ReaderPool:
+    """A bounded set of read connections lent to whichever thread asks (datasette's shape).
+
+    Threads come and go (anyio retires idle workers after ~10 s), so connections are never
+    tied to a thread: a reader borrows one, gives it back, and at most `size` ever exist.
+    Borrowing never waits for the writer (WAL readers do not block on it)."""
+
+    def __init__(self, opener: Callable[[], Connection], size: int = READERS) -> None:
+        self._open = opener
+        self._size = max(1, size)
+        self._idle: list[Connection] = []
+        self._count = 0
+        self._cond = threading.Condition()
+        self._closed = False
+
+    @property
+    def opened(self) -> int:
+        """Connections that exist right now (idle or lent out)."""
+        return self._count
+
+    @contextmanager
+    def connection(self) -> Iterator[Connection]:
+        conn = self._take()
+        try:
+            yield conn
+        finally:
+            self._give(conn)
+
+    def _take(self) -> Connection:
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise Unavailable("the index is closed")
+                if self._idle:
+                    return self._idle.pop()
+                if self._count < self._size:
+                    self._count += 1
+                    break
+                self._cond.wait()
+        try:
+            return self._open()  # outside the lock: opening loads an extension
+        except BaseException:
+            with self._cond:
+                self._count -= 1
+                self._cond.notify()
+            raise
+
+    def _give(self, conn: Connection) -> None:
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        except binding_errors():
+            self._discard(conn)
+            return
+        with self._cond:
+            if not self._closed:
+                self._idle.append(conn)
+                self._cond.notify()
+                return
+        self._discard(conn)
+
+    def _discard(self, conn: Connection) -> None:
+        try:
+            conn.close()
+        except Exception:  # noqa: BLE001 - closing is best effort
+            pass
+        with self._cond:
+            self._count -= 1
+            self._cond.notify()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            self._discard(conn)
+
+
+class SqliteIndex:
+    """The sidecar: one write connection used under one lock, a bounded pool of readers,
+    and the in-memory copy of the vectors. Nothing outside index/ sees a connection: it
+    reads through `read()` and writes through `transaction()`."""
+
+    def __init__(self, path: Path, *, readers: int = READERS) -> None:
+        self.path = Path(path)
+        self._conn = open_index(self.path)
+        self._write_lock = threading.Lock()
+        self.matrix = VectorMatrix()
+        self._pool = ReaderPool(lambda: connect(self.path), readers)
+        self._closed = False
+
+    @contextmanager
+    def read(self) -> Iterator[Reads]:
+        """Named read queries on one consistent snapshot of the index."""
+        with self._pool.connection() as conn:
+            conn.execute("BEGIN")
+            try:
+                yield Reads(conn, self.matrix)
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+
+    @contextmanager
+    def transaction(self) -> Iterator[Writes]:
+        """One write transaction (BEGIN IMMEDIATE … COMMIT), serialised in this process by a
+        lock and across processes by SQLite's own. Never nested."""
+        with self._write_lock:
+            if self._closed:
+                raise Unavailable("the index is closed")
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield Writes(conn, self.matrix)
+            except BaseException:
+                _rollback(conn)
+                raise
+            try:
+                conn.execute("COMMIT")
+            except BaseException:
+                _rollback(conn)
+                raise
+
+    @property
+    def readers_opened(self) -> int:
+        return self._pool.opened
+
+    def size_bytes(self) -> int:
+        return sum(f.stat().st_size for f in _sidecar_files(self.path)[:2] if f.exists())
+
+    def close(self) -> None:
+        with self._write_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._pool.close()
+            try:
+                self._conn.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+
+
+def _rollback(conn: Connection) -> None:
+    # SQLite may have rolled back already (a full disk): a second ROLLBACK would raise
+    # "no transaction is active" and hide the real error.
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")

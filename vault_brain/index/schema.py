@@ -1,7 +1,7 @@
 """The sidecar's schema in one readable block. Bump SCHEMA_VERSION on any change:
 the index is disposable, so a new version simply rebuilds from the files."""
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # FTS5 tokenizer: Porter stemming over unicode61 with diacritics removed. CJK text is
 # rewritten into character bigrams before it reaches FTS (index/text.py).
@@ -78,9 +78,11 @@ CREATE TABLE links (
     heading    TEXT,
     alias      TEXT,
     embed      INTEGER NOT NULL,
+    target_rowid INTEGER,                   -- the note it resolves to, kept current by sync
     PRIMARY KEY (note_rowid, ordinal)
 ) WITHOUT ROWID;
 CREATE INDEX links_target ON links(target_key);
+CREATE INDEX links_resolved ON links(target_rowid);
 CREATE TABLE embed_cache (                -- a rowid table: 1 KB rows packed, not half-empty
     model     TEXT NOT NULL,                -- b-tree pages as WITHOUT ROWID left them (4x)
     text_hash TEXT NOT NULL,

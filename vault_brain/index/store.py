@@ -1,288 +1,38 @@
-"""Named queries over the sidecar. Callers never build SQL; they call these."""
+"""Named queries over the SQLite sidecar: the only SQL in vault-brain.
+
+`Reads` holds the queries a reader runs, `Writes` (a `Reads` too) the ones that change the
+index; `SqliteIndex` (index/db.py) lends them out over its connections. Callers never build
+SQL and never see a connection: they call these methods with records (index/records.py).
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-from vault_brain.index.db import Connection
+from vault_brain.index.records import (
+    ChunkHit,
+    ChunkRow,
+    Counts,
+    Filters,
+    LinkInfo,
+    LinkRow,
+    NoteInfo,
+    NoteRow,
+    PendingChunk,
+    PendingSummary,
+    StoredStat,
+    TextQuery,
+    VectorHits,
+)
+
+Connection = object  # a DB-API connection of the binding index/db.py picked
 
 VECTOR_TABLE = "chunk_vectors"
-
-
-@dataclass(frozen=True)
-class Filters:
-    tags: tuple[str, ...] = ()
-    folder: str | None = None
-    since: str | None = None
-    until: str | None = None
-
-    def sql(self, alias: str = "n") -> tuple[str, list[object]]:
-        """A WHERE fragment over notes (alias n) and its parameters."""
-        parts: list[str] = []
-        params: list[object] = []
-        if self.folder:
-            folder = self.folder.strip("/")
-            parts.append(f"({alias}.folder = ? OR {alias}.folder LIKE ? ESCAPE '\\')")
-            params += [folder, _like_prefix(folder) + "/%"]
-        for tag in self.tags:
-            tag = tag.lower().lstrip("#")
-            parts.append(
-                f"EXISTS (SELECT 1 FROM tags t WHERE t.note_rowid = {alias}.rowid "
-                f"AND (t.tag = ? OR t.tag LIKE ? ESCAPE '\\'))"
-            )
-            params += [tag, _like_prefix(tag) + "/%"]
-        if self.since:
-            parts.append(f"{alias}.sort_time >= ?")
-            params.append(self.since)
-        if self.until:
-            parts.append(f"{alias}.sort_time <= ?")
-            params.append(self.until)
-        return (" AND ".join(parts) or "1"), params
-
-    @property
-    def active(self) -> bool:
-        return bool(self.tags or self.folder or self.since or self.until)
-
-
-def _like_prefix(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-# --- meta ---------------------------------------------------------------------------
-
-
-def get_meta(conn: Connection, key: str) -> str | None:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return row[0] if row else None
-
-
-def set_meta(conn: Connection, key: str, value: str | None) -> None:
-    if value is None:
-        conn.execute("DELETE FROM meta WHERE key = ?", (key,))
-    else:
-        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
-
-
-# --- notes: writing -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StoredStat:
-    rowid: int
-    mtime_ns: int
-    size: int
-    content_hash: str
-
-
-def load_stats(conn: Connection) -> dict[str, StoredStat]:
-    rows = conn.execute("SELECT path, rowid, mtime_ns, size, content_hash FROM notes")
-    return {r[0]: StoredStat(r[1], r[2], r[3], r[4]) for r in rows}
-
-
-def load_stats_under(conn: Connection, rel: str) -> dict[str, StoredStat]:
-    """The note at `rel` and every note below it (a folder): one indexed range scan."""
-    rows = conn.execute(
-        "SELECT path, rowid, mtime_ns, size, content_hash FROM notes "
-        "WHERE path = ? OR (path >= ? AND path < ?)",
-        (rel, rel + "/", rel + "0"),  # '0' is the character after '/'
-    )
-    return {r[0]: StoredStat(r[1], r[2], r[3], r[4]) for r in rows}
-
-
-def load_stat(conn: Connection, path: str) -> StoredStat | None:
-    row = conn.execute(
-        "SELECT rowid, mtime_ns, size, content_hash FROM notes WHERE path = ?", (path,)
-    ).fetchone()
-    return StoredStat(*row) if row else None
-
-
-def touch_note(conn: Connection, rowid: int, mtime_ns: int, size: int) -> None:
-    conn.execute("UPDATE notes SET mtime_ns = ?, size = ? WHERE rowid = ?", (mtime_ns, size, rowid))
-
-
-def id_holder(conn: Connection, note_id: str) -> str | None:
-    row = conn.execute("SELECT path FROM notes WHERE id = ?", (note_id,)).fetchone()
-    return row[0] if row else None
-
-
-def id_of(conn: Connection, path: str) -> str | None:
-    row = conn.execute("SELECT id FROM notes WHERE path = ?", (path,)).fetchone()
-    return row[0] if row else None
-
-
-def set_note_id(conn: Connection, path: str, note_id: str) -> None:
-    conn.execute("UPDATE notes SET id = ? WHERE path = ?", (note_id, path))
-
-
-def first_claimant(conn: Connection, note_id: str) -> str | None:
-    """The path, first in path order, of a note whose file asks for this id."""
-    row = conn.execute(
-        "SELECT path FROM notes WHERE claimed_id = ? ORDER BY path LIMIT 1", (note_id,)
-    ).fetchone()
-    return row[0] if row else None
-
-
-def _drop_note_parts(conn: Connection, rowid: int, has_vectors: bool) -> None:
-    chunk_ids = [
-        r[0] for r in conn.execute("SELECT rowid FROM chunks WHERE note_rowid = ?", (rowid,))
-    ]
-    if chunk_ids:
-        marks = ",".join("?" * len(chunk_ids))
-        conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", chunk_ids)
-        if has_vectors:
-            conn.execute(f"DELETE FROM {VECTOR_TABLE} WHERE rowid IN ({marks})", chunk_ids)
-            bump_vector_epoch(conn)
-        conn.execute("DELETE FROM chunks WHERE note_rowid = ?", (rowid,))
-    conn.execute("DELETE FROM tags WHERE note_rowid = ?", (rowid,))
-    conn.execute("DELETE FROM aliases WHERE note_rowid = ?", (rowid,))
-    conn.execute("DELETE FROM links WHERE note_rowid = ?", (rowid,))
-
-
-@dataclass(frozen=True)
-class NoteRow:
-    """What the indexer stores for one note (built by sync from a parsed Note)."""
-
-    path: str
-    id: str
-    claimed_id: str
-    title: str
-    summary: str
-    lead: str
-    created: str | None
-    updated: str | None
-    sort_time: str
-    folder: str
-    stem_key: str
-    path_key: str
-    aliases: tuple[str, ...]
-    mtime_ns: int
-    size: int
-    content_hash: str
-    body_hash: str
-    version: str
-    summary_pending: bool
-
-
-@dataclass(frozen=True)
-class ChunkRow:
-    ordinal: int
-    heading_path: str
-    text: str
-    text_hash: str
-    tokens: int
-    fts_title: str
-    fts_headings: str
-    fts_body: str
-
-
-@dataclass(frozen=True)
-class LinkRow:
-    target: str
-    heading: str | None
-    alias: str | None
-    embed: bool
-
-
-def upsert_note(
-    conn: Connection,
-    note: NoteRow,
-    chunks: Sequence[ChunkRow],
-    tags: Iterable[str],
-    links: Sequence[LinkRow],
-    *,
-    has_vectors: bool,
-) -> int:
-    """Replace everything stored for note.path. Caller holds the transaction."""
-    row = conn.execute("SELECT rowid FROM notes WHERE path = ?", (note.path,)).fetchone()
-    values = (
-        note.id,
-        note.claimed_id,
-        note.title,
-        note.summary,
-        note.lead,
-        note.created,
-        note.updated,
-        note.sort_time,
-        note.folder,
-        note.stem_key,
-        note.path_key,
-        json.dumps(list(note.aliases), ensure_ascii=False),
-        note.mtime_ns,
-        note.size,
-        note.content_hash,
-        note.body_hash,
-        note.version,
-        1 if note.summary_pending else 0,
-    )
-    if row is not None:
-        rowid = row[0]
-        _drop_note_parts(conn, rowid, has_vectors)
-        conn.execute(
-            """UPDATE notes SET id=?, claimed_id=?, title=?, summary=?, lead=?, created=?,
-               updated=?, sort_time=?, folder=?, stem_key=?, path_key=?, aliases=?,
-               mtime_ns=?, size=?, content_hash=?, body_hash=?, version=?, summary_state=?,
-               llm_summary=NULL WHERE rowid=?""",
-            (*values, rowid),
-        )
-    else:
-        cur = conn.execute(
-            """INSERT INTO notes(id, claimed_id, title, summary, lead, created, updated,
-               sort_time, folder, stem_key, path_key, aliases, mtime_ns, size, content_hash,
-               body_hash, version, summary_state, path)
-               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
-            (*values, note.path),
-        )
-        rowid = cur.lastrowid
-    if note.summary_pending:
-        # The same body was summarised by the same model before (a reindex, a moved note,
-        # a frontmatter-only edit): reuse it instead of asking the LLM again.
-        cached = conn.execute(
-            "SELECT summary FROM summary_cache WHERE model = ? AND body_hash = ?",
-            (get_meta(conn, "summary_model") or "", note.body_hash),
-        ).fetchone()
-        if cached is not None:
-            conn.execute(
-                "UPDATE notes SET llm_summary = ?, summary_state = 0 WHERE rowid = ?",
-                (cached[0], rowid),
-            )
-    for c in chunks:
-        cur = conn.execute(
-            """INSERT INTO chunks(note_rowid, ordinal, heading_path, text, text_hash, tokens)
-               VALUES (?,?,?,?,?,?)""",
-            (rowid, c.ordinal, c.heading_path, c.text, c.text_hash, c.tokens),
-        )
-        conn.execute(
-            "INSERT INTO chunks_fts(rowid, title, headings, body) VALUES (?,?,?,?)",
-            (cur.lastrowid, c.fts_title, c.fts_headings, c.fts_body),
-        )
-    conn.executemany(
-        "INSERT OR IGNORE INTO tags(note_rowid, tag) VALUES (?, ?)", [(rowid, t) for t in tags]
-    )
-    conn.executemany(
-        "INSERT OR IGNORE INTO aliases(note_rowid, alias_key) VALUES (?, ?)",
-        [(rowid, a.lower()) for a in note.aliases],
-    )
-    conn.executemany(
-        """INSERT INTO links(note_rowid, ordinal, target, target_key, heading, alias, embed)
-           VALUES (?,?,?,?,?,?,?)""",
-        [
-            (rowid, i, ln.target, ln.target.lower(), ln.heading, ln.alias, int(ln.embed))
-            for i, ln in enumerate(links)
-        ],
-    )
-    return rowid
-
-
-def delete_note(conn: Connection, rowid: int, *, has_vectors: bool) -> None:
-    _drop_note_parts(conn, rowid, has_vectors)
-    conn.execute("DELETE FROM notes WHERE rowid = ?", (rowid,))
-
-
-# --- notes: reading -----------------------------------------------------------------
+# Column weights for bm25(): title, heading path, body.
+FTS_WEIGHTS = (2.0, 1.0, 1.0)
 
 NOTE_COLUMNS = (
     "n.rowid, n.id, n.path, n.title, n.summary, n.llm_summary, n.lead, n.created, n.updated, "
@@ -290,19 +40,39 @@ NOTE_COLUMNS = (
 )
 
 
-@dataclass(frozen=True)
-class NoteInfo:
-    rowid: int
-    id: str
-    path: str
-    title: str
-    summary: str  # the best summary we have: frontmatter, else LLM, else lead
-    created: str | None
-    updated: str | None
-    sort_time: str
-    aliases: tuple[str, ...]
-    version: str
-    folder: str
+def _like_prefix(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def filter_sql(filters: Filters, alias: str = "n") -> tuple[str, list[object]]:
+    """A WHERE fragment over notes (alias n) and its parameters."""
+    parts: list[str] = []
+    params: list[object] = []
+    if filters.folder:
+        folder = filters.folder.strip("/")
+        parts.append(f"({alias}.folder = ? COLLATE NOCASE OR {alias}.folder LIKE ? ESCAPE '\\')")
+        params += [folder, _like_prefix(folder) + "/%"]
+    for tag in filters.tags:
+        tag = tag.lower().lstrip("#")
+        parts.append(
+            f"EXISTS (SELECT 1 FROM tags t WHERE t.note_rowid = {alias}.rowid "
+            f"AND (t.tag = ? OR t.tag LIKE ? ESCAPE '\\'))"
+        )
+        params += [tag, _like_prefix(tag) + "/%"]
+    if filters.since:
+        parts.append(f"{alias}.sort_time >= ?")
+        params.append(filters.since)
+    if filters.until:
+        parts.append(f"{alias}.sort_time <= ?")
+        params.append(filters.until)
+    return (" AND ".join(parts) or "1"), params
+
+
+def match_expression(query: TextQuery) -> str:
+    """FTS5 MATCH text for an analysed query: every form quoted (no syntax from user text),
+    the forms of one word ORed, the words ORed."""
+    forms = dict.fromkeys(form for group in query.groups for form in group)
+    return " OR ".join('"' + form.replace('"', '""') + '"' for form in forms)
 
 
 def _info(row: Sequence) -> NoteInfo:
@@ -322,371 +92,582 @@ def _info(row: Sequence) -> NoteInfo:
     )
 
 
-def note_by_id(conn: Connection, note_id: str) -> NoteInfo | None:
-    row = conn.execute(f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.id = ?", (note_id,)).fetchone()
-    return _info(row) if row else None
+def link_keys(path_key: str, aliases: Iterable[str]) -> set[str]:
+    """Every link target that can resolve to a note at `path_key` (lowercased path without
+    .md): the path and each of its suffixes after a '/', the file stem among them, and
+    its aliases. Re-resolving these keys after a change keeps every link right."""
+    parts = path_key.split("/")
+    keys = {"/".join(parts[i:]) for i in range(len(parts))}
+    keys |= {a.lower() for a in aliases}
+    return keys
 
 
-def note_by_path(conn: Connection, path: str) -> NoteInfo | None:
-    row = conn.execute(f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.path = ?", (path,)).fetchone()
-    if row is None:  # case-insensitive file systems and hand-typed paths
-        row = conn.execute(
-            f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.path = ? COLLATE NOCASE", (path,)
-        ).fetchone()
-    return _info(row) if row else None
+class Reads:
+    """Queries that only read. Safe on any connection from the reader pool."""
 
+    def __init__(self, conn: Connection, matrix: object | None = None) -> None:
+        self.conn = conn
+        self._matrix = matrix  # index/vectors.VectorMatrix shared by the whole index
 
-def notes_by_rowids(conn: Connection, rowids: Sequence[int]) -> dict[int, NoteInfo]:
-    if not rowids:
-        return {}
-    marks = ",".join("?" * len(rowids))
-    rows = conn.execute(f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.rowid IN ({marks})", rowids)
-    return {r[0]: _info(r) for r in rows}
+    def _one(self, sql: str, params: Sequence[object] = ()) -> tuple | None:
+        return self.conn.execute(sql, params).fetchone()  # type: ignore[attr-defined]
 
+    def _all(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
+        return self.conn.execute(sql, params).fetchall()  # type: ignore[attr-defined]
 
-def list_notes(
-    conn: Connection, filters: Filters, limit: int, after: tuple[str, int] | None
-) -> list[NoteInfo]:
-    """Newest first by (sort_time, rowid): a keyset cursor stays right while notes are added."""
-    where, params = filters.sql()
-    if after is not None:
-        where += " AND (n.sort_time < ? OR (n.sort_time = ? AND n.rowid < ?))"
-        params += [after[0], after[0], after[1]]
-    rows = conn.execute(
-        f"SELECT {NOTE_COLUMNS} FROM notes n WHERE {where} "
-        f"ORDER BY n.sort_time DESC, n.rowid DESC LIMIT ?",
-        (*params, limit),
-    )
-    return [_info(r) for r in rows]
+    # -- meta ----------------------------------------------------------------------------
 
+    def get_meta(self, key: str) -> str | None:
+        row = self._one("SELECT value FROM meta WHERE key = ?", (key,))
+        return row[0] if row else None
 
-def note_links(conn: Connection, rowid: int) -> list[LinkRow]:
-    rows = conn.execute(
-        "SELECT target, heading, alias, embed FROM links WHERE note_rowid = ? ORDER BY ordinal",
-        (rowid,),
-    )
-    return [LinkRow(r[0], r[1], r[2], bool(r[3])) for r in rows]
+    # -- notes ---------------------------------------------------------------------------
 
+    def load_stats(self) -> dict[str, StoredStat]:
+        rows = self._all("SELECT path, rowid, mtime_ns, size, content_hash FROM notes")
+        return {r[0]: StoredStat(r[1], r[2], r[3], r[4]) for r in rows}
 
-def resolve_link(conn: Connection, target: str) -> NoteInfo | None:
-    """Obsidian's resolution: a path (with folders) or a file name, else an alias."""
-    key = target.strip().lower()
-    if key.endswith(".md"):
-        key = key[:-3]
-    if "/" in key:
-        row = conn.execute(
-            f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.path_key = ? OR n.path_key LIKE ? "
-            "ESCAPE '\\' ORDER BY length(n.path) LIMIT 1",
-            (key, "%/" + _like_prefix(key)),
-        ).fetchone()
-    else:
-        row = conn.execute(
-            f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.stem_key = ? "
-            "ORDER BY length(n.path), n.path LIMIT 1",
-            (key,),
-        ).fetchone()
-    if row is None:
-        row = conn.execute(
-            f"SELECT {NOTE_COLUMNS} FROM notes n JOIN aliases a ON a.note_rowid = n.rowid "
-            "WHERE a.alias_key = ? ORDER BY n.path LIMIT 1",
-            (key,),
-        ).fetchone()
-    return _info(row) if row else None
+    def load_stats_under(self, rel: str) -> dict[str, StoredStat]:
+        """The note at `rel` and every note below it (a folder): one indexed range scan."""
+        rows = self._all(
+            "SELECT path, rowid, mtime_ns, size, content_hash FROM notes "
+            "WHERE path = ? OR (path >= ? AND path < ?)",
+            (rel, rel + "/", rel + "0"),  # '0' is the character after '/'
+        )
+        return {r[0]: StoredStat(r[1], r[2], r[3], r[4]) for r in rows}
 
+    def load_stat(self, path: str) -> StoredStat | None:
+        row = self._one(
+            "SELECT rowid, mtime_ns, size, content_hash FROM notes WHERE path = ?", (path,)
+        )
+        return StoredStat(*row) if row else None
 
-def backlink_rowids(conn: Connection, info: NoteInfo) -> list[int]:
-    """Notes whose links may point at this note (the caller confirms by resolving)."""
-    stem = info.path.rsplit("/", 1)[-1]
-    stem = stem[:-3] if stem.lower().endswith(".md") else stem
-    keys = {
-        stem.lower(),
-        info.path[:-3].lower() if info.path.lower().endswith(".md") else info.path.lower(),
-    }
-    keys |= {a.lower() for a in info.aliases}
-    marks = ",".join("?" * len(keys))
-    rows = conn.execute(
-        f"SELECT DISTINCT note_rowid FROM links WHERE target_key IN ({marks}) "
-        "OR target_key LIKE ? ESCAPE '\\'",
-        (*keys, "%/" + _like_prefix(stem.lower())),
-    )
-    return [r[0] for r in rows if r[0] != info.rowid]
+    def id_holder(self, note_id: str) -> str | None:
+        row = self._one("SELECT path FROM notes WHERE id = ?", (note_id,))
+        return row[0] if row else None
 
+    def id_of(self, path: str) -> str | None:
+        row = self._one("SELECT id FROM notes WHERE path = ?", (path,))
+        return row[0] if row else None
 
-def note_with_body(conn: Connection, body_hash: str) -> NoteInfo | None:
-    row = conn.execute(
-        f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.body_hash = ? ORDER BY n.path LIMIT 1",
-        (body_hash,),
-    ).fetchone()
-    return _info(row) if row else None
+    def first_claimant(self, note_id: str) -> str | None:
+        """The path, first in path order, of a note whose file asks for this id."""
+        row = self._one(
+            "SELECT path FROM notes WHERE claimed_id = ? ORDER BY path LIMIT 1", (note_id,)
+        )
+        return row[0] if row else None
 
+    def keys_of(self, rowid: int) -> set[str]:
+        """The link keys that can reach this note now (see `link_keys`)."""
+        row = self._one("SELECT path_key, aliases FROM notes WHERE rowid = ?", (rowid,))
+        if row is None:
+            return set()
+        return link_keys(row[0], json.loads(row[1] or "[]"))
 
-# --- counts ---------------------------------------------------------------------------
+    def note_by_id(self, note_id: str) -> NoteInfo | None:
+        row = self._one(f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.id = ?", (note_id,))
+        return _info(row) if row else None
 
+    def note_by_path(self, path: str) -> NoteInfo | None:
+        row = self._one(f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.path = ?", (path,))
+        if row is None:  # case-insensitive file systems and hand-typed paths
+            row = self._one(
+                f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.path = ? COLLATE NOCASE", (path,)
+            )
+        return _info(row) if row else None
 
-def has_notes(conn: Connection) -> bool:
-    return conn.execute("SELECT 1 FROM notes LIMIT 1").fetchone() is not None
+    def notes_by_rowids(self, rowids: Sequence[int]) -> dict[int, NoteInfo]:
+        if not rowids:
+            return {}
+        marks = ",".join("?" * len(rowids))
+        rows = self._all(f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.rowid IN ({marks})", rowids)
+        return {r[0]: _info(r) for r in rows}
 
+    def note_with_body(self, body_hash: str) -> NoteInfo | None:
+        row = self._one(
+            f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.body_hash = ? ORDER BY n.path LIMIT 1",
+            (body_hash,),
+        )
+        return _info(row) if row else None
 
-def counts(conn: Connection) -> dict[str, int]:
-    notes = conn.execute("SELECT count(*) FROM notes").fetchone()[0]
-    chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-    pending = conn.execute("SELECT count(*) FROM chunks WHERE vec_state = 0").fetchone()[0]
-    pending_summaries = conn.execute(
-        "SELECT count(*) FROM notes WHERE summary_state = 1"
-    ).fetchone()[0]
-    return {
-        "notes": notes,
-        "chunks": chunks,
-        "vectors": chunks - pending,
-        "pending_vectors": pending,
-        "pending_summaries": pending_summaries,
-    }
+    def list_notes(
+        self, filters: Filters, limit: int, after: tuple[str, int] | None
+    ) -> list[NoteInfo]:
+        """Newest first by (sort_time, rowid): a keyset cursor stays right while notes come."""
+        where, params = filter_sql(filters)
+        if after is not None:
+            where += " AND (n.sort_time < ? OR (n.sort_time = ? AND n.rowid < ?))"
+            params += [after[0], after[0], after[1]]
+        rows = self._all(
+            f"SELECT {NOTE_COLUMNS} FROM notes n WHERE {where} "
+            f"ORDER BY n.sort_time DESC, n.rowid DESC LIMIT ?",
+            (*params, limit),
+        )
+        return [_info(r) for r in rows]
 
+    def has_notes(self) -> bool:
+        return self._one("SELECT 1 FROM notes LIMIT 1") is not None
 
-def snapshot(conn: Connection) -> dict[str, list[tuple]]:
-    """Everything a full reindex must reproduce, in a comparable form (tests use it)."""
-    notes = conn.execute(
-        "SELECT path, id, title, content_hash, version, summary, lead, created, updated, aliases "
-        "FROM notes ORDER BY path"
-    ).fetchall()
-    chunks = conn.execute(
-        "SELECT n.path, c.ordinal, c.heading_path, c.text FROM chunks c "
-        "JOIN notes n ON n.rowid = c.note_rowid ORDER BY n.path, c.ordinal"
-    ).fetchall()
-    links = conn.execute(
-        "SELECT n.path, l.ordinal, l.target, l.heading, l.alias, l.embed FROM links l "
-        "JOIN notes n ON n.rowid = l.note_rowid ORDER BY n.path, l.ordinal"
-    ).fetchall()
-    tags = conn.execute(
-        "SELECT n.path, t.tag FROM tags t JOIN notes n ON n.rowid = t.note_rowid "
-        "ORDER BY n.path, t.tag"
-    ).fetchall()
-    return {"notes": notes, "chunks": chunks, "links": links, "tags": tags}
+    def counts(self) -> Counts:
+        notes = self._one("SELECT count(*) FROM notes")[0]  # type: ignore[index]
+        chunks = self._one("SELECT count(*) FROM chunks")[0]  # type: ignore[index]
+        pending = self._one("SELECT count(*) FROM chunks WHERE vec_state = 0")[0]  # type: ignore[index]
+        summaries = self._one("SELECT count(*) FROM notes WHERE summary_state = 1")[0]  # type: ignore[index]
+        return Counts(notes, chunks, chunks - pending, pending, summaries)
 
+    # -- links ---------------------------------------------------------------------------
 
-# --- full-text search ---------------------------------------------------------------
+    def resolve_key(self, key: str) -> int | None:
+        """Obsidian's resolution of a link target (lowercased, without .md): a path (with
+        folders) or a file name, the shortest path first, else an alias."""
+        if "/" in key:
+            row = self._one(
+                "SELECT rowid FROM notes WHERE path_key = ? OR path_key LIKE ? ESCAPE '\\' "
+                "ORDER BY length(path), path LIMIT 1",
+                (key, "%/" + _like_prefix(key)),
+            )
+        else:
+            row = self._one(
+                "SELECT rowid FROM notes WHERE stem_key = ? ORDER BY length(path), path LIMIT 1",
+                (key,),
+            )
+        if row is None:
+            row = self._one(
+                "SELECT n.rowid FROM notes n JOIN aliases a ON a.note_rowid = n.rowid "
+                "WHERE a.alias_key = ? ORDER BY n.path LIMIT 1",
+                (key,),
+            )
+        return row[0] if row else None
 
+    def links_of(self, rowid: int) -> list[LinkInfo]:
+        """A note's outgoing links in order, each with the note it resolves to."""
+        rows = self._all(
+            "SELECT target, heading, alias, embed, target_rowid FROM links "
+            "WHERE note_rowid = ? ORDER BY ordinal",
+            (rowid,),
+        )
+        targets = self.notes_by_rowids(sorted({r[4] for r in rows if r[4] is not None}))
+        return [
+            LinkInfo(r[0], r[1], r[2], bool(r[3]), targets.get(r[4]) if r[4] else None)
+            for r in rows
+        ]
 
-@dataclass(frozen=True)
-class ChunkHit:
-    chunk_rowid: int
-    note_rowid: int
-    score: float  # higher is better (FTS: -bm25; vector: cosine similarity)
+    def backlinks(self, rowid: int) -> list[NoteInfo]:
+        """Notes that link to this one, by path: one indexed lookup (targets are resolved
+        when notes are indexed)."""
+        rows = self._all(
+            f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.rowid IN "
+            "(SELECT note_rowid FROM links WHERE target_rowid = ? AND note_rowid != ?) "
+            "ORDER BY n.path",
+            (rowid, rowid),
+        )
+        return [_info(r) for r in rows]
 
+    # -- full text -----------------------------------------------------------------------
 
-# Column weights for bm25(): title, heading path, body.
-FTS_WEIGHTS = (2.0, 1.0, 1.0)
-
-
-def search_fts(conn: Connection, match: str, filters: Filters, limit: int) -> list[ChunkHit]:
-    w = FTS_WEIGHTS
-    if not filters.active:
-        # Rank inside FTS5 first and join only the top rows: 2-3x faster on big vaults.
-        rows = conn.execute(
-            f"""SELECT f.rowid, c.note_rowid, f.s FROM (
-                    SELECT rowid, bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}) AS s
-                    FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?
-                ) f JOIN chunks c ON c.rowid = f.rowid ORDER BY f.s""",
-            (match, limit),
+    def search_text(self, query: TextQuery, filters: Filters, limit: int) -> list[ChunkHit]:
+        """Chunks ranked by bm25 (higher score is better)."""
+        if not query:
+            return []
+        match = match_expression(query)
+        w = FTS_WEIGHTS
+        if not filters.active:
+            # Rank inside FTS5 first and join only the top rows: 2-3x faster on big vaults.
+            rows = self._all(
+                f"""SELECT f.rowid, c.note_rowid, f.s FROM (
+                        SELECT rowid, bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}) AS s
+                        FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?
+                    ) f JOIN chunks c ON c.rowid = f.rowid ORDER BY f.s""",
+                (match, limit),
+            )
+            return [ChunkHit(r[0], r[1], -r[2]) for r in rows]
+        where, params = filter_sql(filters)
+        rows = self._all(
+            f"""SELECT f.rowid, c.note_rowid, bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}) AS s
+                FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid
+                JOIN notes n ON n.rowid = c.note_rowid
+                WHERE chunks_fts MATCH ? AND {where}
+                ORDER BY s LIMIT ?""",
+            (match, *params, limit),
         )
         return [ChunkHit(r[0], r[1], -r[2]) for r in rows]
-    where, params = filters.sql()
-    rows = conn.execute(
-        f"""SELECT f.rowid, c.note_rowid, bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}) AS s
-            FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid
-            JOIN notes n ON n.rowid = c.note_rowid
-            WHERE chunks_fts MATCH ? AND {where}
-            ORDER BY s LIMIT ?""",
-        (match, *params, limit),
-    )
-    return [ChunkHit(r[0], r[1], -r[2]) for r in rows]
 
-
-def chunk_texts(conn: Connection, chunk_rowids: Sequence[int]) -> dict[int, tuple[str, str]]:
-    if not chunk_rowids:
-        return {}
-    marks = ",".join("?" * len(chunk_rowids))
-    rows = conn.execute(
-        f"SELECT rowid, heading_path, text FROM chunks WHERE rowid IN ({marks})", chunk_rowids
-    )
-    return {r[0]: (r[1], r[2]) for r in rows}
-
-
-# --- vectors ------------------------------------------------------------------------
-
-
-def has_vector_table(conn: Connection) -> bool:
-    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (VECTOR_TABLE,)).fetchone()
-    return row is not None
-
-
-def bump_vector_epoch(conn: Connection) -> None:
-    """Every change to the vector table moves this counter: in-memory copies reload."""
-    conn.execute(
-        "INSERT INTO meta(key, value) VALUES ('vec_epoch', '1') ON CONFLICT(key) "
-        "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
-    )
-
-
-def vector_epoch(conn: Connection) -> str:
-    return get_meta(conn, "vec_epoch") or "0"
-
-
-def all_vectors(conn: Connection) -> tuple[list[int], list[int], bytes]:
-    """(chunk rowids, note rowids, concatenated float32 vectors) of the whole vector table."""
-    rows = conn.execute(
-        f"SELECT v.rowid, c.note_rowid, v.embedding FROM {VECTOR_TABLE} v "
-        "JOIN chunks c ON c.rowid = v.rowid"
-    ).fetchall()
-    return [r[0] for r in rows], [r[1] for r in rows], b"".join(r[2] for r in rows)
-
-
-def vector_count(conn: Connection) -> int:
-    return conn.execute(f"SELECT count(*) FROM {VECTOR_TABLE}_rowids").fetchone()[0]
-
-
-def filtered_note_rowids(conn: Connection, filters: Filters) -> list[int]:
-    where, params = filters.sql()
-    return [r[0] for r in conn.execute(f"SELECT n.rowid FROM notes n WHERE {where}", params)]
-
-
-def reset_vectors(conn: Connection, model: str, dim: int) -> None:
-    """A new embedding model: drop old vectors (two models never mix), re-queue every chunk."""
-    conn.execute(f"DROP TABLE IF EXISTS {VECTOR_TABLE}")
-    conn.execute(
-        f"CREATE VIRTUAL TABLE {VECTOR_TABLE} USING vec0("
-        f"embedding float[{int(dim)}] distance_metric=cosine)"
-    )
-    conn.execute("UPDATE chunks SET vec_state = 0")
-    bump_vector_epoch(conn)
-    set_meta(conn, "embed_model", model)
-    set_meta(conn, "embed_dim", str(dim))
-
-
-@dataclass(frozen=True)
-class PendingChunk:
-    rowid: int
-    text_hash: str
-    embed_text: str
-
-
-def pending_chunks(conn: Connection, limit: int) -> list[PendingChunk]:
-    rows = conn.execute(
-        """SELECT c.rowid, c.text_hash, c.heading_path, c.text FROM chunks c
-           WHERE c.vec_state = 0 ORDER BY c.rowid LIMIT ?""",
-        (limit,),
-    )
-    return [PendingChunk(r[0], r[1], f"{r[2]}\n\n{r[3]}") for r in rows]
-
-
-def cached_vectors(conn: Connection, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
-    if not hashes:
-        return {}
-    out: dict[str, bytes] = {}
-    for start in range(0, len(hashes), 500):
-        part = list(hashes[start : start + 500])
-        marks = ",".join("?" * len(part))
-        rows = conn.execute(
-            f"SELECT text_hash, vector FROM embed_cache WHERE model = ? AND text_hash IN ({marks})",
-            (model, *part),
+    def chunk_texts(self, chunk_rowids: Sequence[int]) -> dict[int, tuple[str, str]]:
+        """(heading path, text) of each chunk."""
+        if not chunk_rowids:
+            return {}
+        marks = ",".join("?" * len(chunk_rowids))
+        rows = self._all(
+            f"SELECT rowid, heading_path, text FROM chunks WHERE rowid IN ({marks})",
+            chunk_rowids,
         )
-        out.update({r[0]: r[1] for r in rows})
-    return out
+        return {r[0]: (r[1], r[2]) for r in rows}
 
+    # -- vectors -------------------------------------------------------------------------
 
-def store_vectors(conn: Connection, model: str, items: Sequence[tuple[int, str, bytes]]) -> None:
-    """items: (chunk_rowid, text_hash, float32 bytes). Caller holds the transaction."""
-    conn.executemany(
-        "INSERT OR REPLACE INTO embed_cache(model, text_hash, vector) VALUES (?, ?, ?)",
-        [(model, h, v) for _, h, v in items],
-    )
-    rowids = [r for r, _, _ in items]
-    marks = ",".join("?" * len(rowids))
-    # Only chunks that still exist, unchanged and pending (a note may have changed meanwhile).
-    live = {
-        (r[0], r[1])
-        for r in conn.execute(
-            f"SELECT rowid, text_hash FROM chunks WHERE vec_state = 0 AND rowid IN ({marks})",
-            rowids,
+    def has_vector_table(self) -> bool:
+        return self._one("SELECT 1 FROM sqlite_master WHERE name = ?", (VECTOR_TABLE,)) is not None
+
+    def vectors_model(self) -> tuple[str, int] | None:
+        """(model, dimension) of the vectors the index holds, or None."""
+        if not self.has_vector_table():
+            return None
+        model, dim = self.get_meta("embed_model"), self.get_meta("embed_dim")
+        return (model, int(dim)) if model and dim else None
+
+    def vector_epoch(self) -> str:
+        return self.get_meta("vec_epoch") or "0"
+
+    def vector_count(self) -> int:
+        return self._one(f"SELECT count(*) FROM {VECTOR_TABLE}_rowids")[0]  # type: ignore[index]
+
+    def all_vectors(self) -> tuple[list[int], list[int], bytes]:
+        """(chunk rowids, note rowids, concatenated float32 vectors) of the vector table."""
+        rows = self._all(
+            f"SELECT v.rowid, c.note_rowid, v.embedding FROM {VECTOR_TABLE} v "
+            "JOIN chunks c ON c.rowid = v.rowid"
         )
-    }
-    rows = [(r, v) for r, h, v in items if (r, h) in live]
-    conn.executemany(f"INSERT OR REPLACE INTO {VECTOR_TABLE}(rowid, embedding) VALUES (?, ?)", rows)
-    conn.executemany("UPDATE chunks SET vec_state = 1 WHERE rowid = ?", [(r,) for r, _ in rows])
-    if rows:
-        bump_vector_epoch(conn)
+        return [r[0] for r in rows], [r[1] for r in rows], b"".join(r[2] for r in rows)
 
+    def filtered_note_rowids(self, filters: Filters) -> list[int]:
+        where, params = filter_sql(filters)
+        return [r[0] for r in self._all(f"SELECT n.rowid FROM notes n WHERE {where}", params)]
 
-def search_vectors(
-    conn: Connection, vector: np.ndarray, filters: Filters, k: int
-) -> list[ChunkHit]:
-    blob = np.asarray(vector, dtype=np.float32).tobytes()
-    if filters.active:
-        # Exact scan over the filtered notes: a KNN over everything could miss them all.
-        where, params = filters.sql()
-        rows = conn.execute(
-            f"""SELECT v.rowid, c.note_rowid, vec_distance_cosine(v.embedding, ?) AS d
-                FROM {VECTOR_TABLE} v JOIN chunks c ON c.rowid = v.rowid
-                JOIN notes n ON n.rowid = c.note_rowid
-                WHERE {where} ORDER BY d LIMIT ?""",
-            (blob, *params, k),
+    def search_vectors(
+        self, model: str, vector: np.ndarray, filters: Filters, k: int
+    ) -> VectorHits:
+        """The k chunks nearest to `vector` among `model`'s vectors (cosine)."""
+        if self._matrix is not None:
+            found = self._matrix.search(self, model, vector, filters, k)  # type: ignore[attr-defined]
+            if found is not None:
+                return found
+        return VectorHits(self.knn_vectors(vector, filters, k), 0.0, 0.0)
+
+    def knn_vectors(self, vector: np.ndarray, filters: Filters, k: int) -> list[ChunkHit]:
+        """sqlite-vec's own search: for vaults too large for the in-memory matrix."""
+        blob = np.asarray(vector, dtype=np.float32).tobytes()
+        if filters.active:
+            # Exact scan over the filtered notes: a KNN over everything could miss them all.
+            where, params = filter_sql(filters)
+            rows = self._all(
+                f"""SELECT v.rowid, c.note_rowid, vec_distance_cosine(v.embedding, ?) AS d
+                    FROM {VECTOR_TABLE} v JOIN chunks c ON c.rowid = v.rowid
+                    JOIN notes n ON n.rowid = c.note_rowid
+                    WHERE {where} ORDER BY d LIMIT ?""",
+                (blob, *params, k),
+            )
+        else:
+            rows = self._all(
+                f"""SELECT v.rowid, c.note_rowid, v.distance FROM {VECTOR_TABLE} v
+                    JOIN chunks c ON c.rowid = v.rowid
+                    WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance""",
+                (blob, k),
+            )
+        # A zero vector (text the model has no tokens for) has no cosine: no match.
+        return [ChunkHit(r[0], r[1], 1.0 - r[2]) for r in rows if r[2] is not None]
+
+    def pending_chunks(self, limit: int) -> list[PendingChunk]:
+        rows = self._all(
+            """SELECT c.rowid, c.text_hash, c.heading_path, c.text FROM chunks c
+               WHERE c.vec_state = 0 ORDER BY c.rowid LIMIT ?""",
+            (limit,),
         )
-    else:
-        rows = conn.execute(
-            f"""SELECT v.rowid, c.note_rowid, v.distance FROM {VECTOR_TABLE} v
-                JOIN chunks c ON c.rowid = v.rowid
-                WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance""",
-            (blob, k),
+        return [PendingChunk(r[0], r[1], f"{r[2]}\n\n{r[3]}") for r in rows]
+
+    def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        for start in range(0, len(hashes), 500):
+            part = list(hashes[start : start + 500])
+            marks = ",".join("?" * len(part))
+            rows = self._all(
+                f"SELECT text_hash, vector FROM embed_cache "
+                f"WHERE model = ? AND text_hash IN ({marks})",
+                (model, *part),
+            )
+            out.update({r[0]: r[1] for r in rows})
+        return out
+
+    # -- summaries -----------------------------------------------------------------------
+
+    def pending_summaries(self, after_rowid: int, limit: int) -> list[PendingSummary]:
+        """Notes waiting for an LLM summary, by rowid after `after_rowid` (one pass never
+        meets a note twice, even one that is re-queued meanwhile)."""
+        rows = self._all(
+            """SELECT rowid, path, title, version FROM notes
+               WHERE summary_state = 1 AND rowid > ? ORDER BY rowid LIMIT ?""",
+            (after_rowid, limit),
         )
-    # A zero vector (text the model has no tokens for) has no cosine: it is simply no match.
-    return [ChunkHit(r[0], r[1], 1.0 - r[2]) for r in rows if r[2] is not None]
+        return [PendingSummary(r[0], r[1], r[2], r[3]) for r in rows]
+
+    # -- tests -----------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, list[tuple]]:
+        """Everything a full reindex must reproduce, in a comparable form (tests use it)."""
+        notes = self._all(
+            "SELECT path, id, title, content_hash, version, summary, lead, created, updated, "
+            "aliases, sort_time FROM notes ORDER BY path"
+        )
+        chunks = self._all(
+            "SELECT n.path, c.ordinal, c.heading_path, c.text FROM chunks c "
+            "JOIN notes n ON n.rowid = c.note_rowid ORDER BY n.path, c.ordinal"
+        )
+        links = self._all(
+            "SELECT n.path, l.ordinal, l.target, l.heading, l.alias, l.embed, t.path "
+            "FROM links l JOIN notes n ON n.rowid = l.note_rowid "
+            "LEFT JOIN notes t ON t.rowid = l.target_rowid ORDER BY n.path, l.ordinal"
+        )
+        tags = self._all(
+            "SELECT n.path, t.tag FROM tags t JOIN notes n ON n.rowid = t.note_rowid "
+            "ORDER BY n.path, t.tag"
+        )
+        return {"notes": notes, "chunks": chunks, "links": links, "tags": tags}
 
 
-# --- summaries ----------------------------------------------------------------------
+class Writes(Reads):
+    """Queries that change the index. Only ever on the write connection, inside
+    `SqliteIndex.transaction()`."""
 
+    def _run(self, sql: str, params: Sequence[object] = ()) -> object:
+        return self.conn.execute(sql, params)  # type: ignore[attr-defined]
 
-@dataclass(frozen=True)
-class PendingSummary:
-    rowid: int
-    path: str
-    title: str
-    version: str
+    def _many(self, sql: str, rows: Iterable[Sequence[object]]) -> None:
+        self.conn.executemany(sql, rows)  # type: ignore[attr-defined]
 
+    def set_meta(self, key: str, value: str | None) -> None:
+        if value is None:
+            self._run("DELETE FROM meta WHERE key = ?", (key,))
+        else:
+            self._run("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
 
-def pending_summaries(conn: Connection, after_rowid: int, limit: int) -> list[PendingSummary]:
-    """Notes waiting for an LLM summary, by rowid after `after_rowid` (one pass never
-    meets a note twice, even one that is re-queued meanwhile)."""
-    rows = conn.execute(
-        """SELECT rowid, path, title, version FROM notes
-           WHERE summary_state = 1 AND rowid > ? ORDER BY rowid LIMIT ?""",
-        (after_rowid, limit),
-    )
-    return [PendingSummary(r[0], r[1], r[2], r[3]) for r in rows]
+    # -- notes ---------------------------------------------------------------------------
 
+    def touch_note(self, rowid: int, mtime_ns: int, size: int, mtime_iso: str) -> None:
+        """Same bytes, new stat. A note without a frontmatter date sorts by its mtime, so
+        its sort time follows the touch, as a rebuild would set it."""
+        self._run(
+            "UPDATE notes SET mtime_ns = ?, size = ?, sort_time = COALESCE(updated, ?) "
+            "WHERE rowid = ?",
+            (mtime_ns, size, mtime_iso, rowid),
+        )
 
-def set_llm_summary(
-    conn: Connection, rowid: int, version: str, summary: str, model: str = ""
-) -> bool:
-    """Store a summary of `version` of the note, take it off the queue and remember it by
-    (model, body); False (nothing stored) when the note has changed or gone since."""
-    cur = conn.execute(
-        """UPDATE notes SET llm_summary = ?, summary_state = 0
-           WHERE rowid = ? AND version = ? AND summary_state = 1""",
-        (summary, rowid, version),
-    )
-    if cur.rowcount != 1:
-        return False
-    conn.execute(
-        """INSERT OR REPLACE INTO summary_cache(model, body_hash, summary)
-           SELECT ?, body_hash, ? FROM notes WHERE rowid = ?""",
-        (model, summary, rowid),
-    )
-    return True
+    def set_note_id(self, path: str, note_id: str) -> None:
+        self._run("UPDATE notes SET id = ? WHERE path = ?", (note_id, path))
 
+    def _drop_note_parts(self, rowid: int) -> None:
+        chunk_ids = [
+            r[0] for r in self._all("SELECT rowid FROM chunks WHERE note_rowid = ?", (rowid,))
+        ]
+        if chunk_ids:
+            marks = ",".join("?" * len(chunk_ids))
+            self._run(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", chunk_ids)
+            if self.has_vector_table():
+                self._run(f"DELETE FROM {VECTOR_TABLE} WHERE rowid IN ({marks})", chunk_ids)
+                self.bump_vector_epoch()
+            self._run("DELETE FROM chunks WHERE note_rowid = ?", (rowid,))
+        self._run("DELETE FROM tags WHERE note_rowid = ?", (rowid,))
+        self._run("DELETE FROM aliases WHERE note_rowid = ?", (rowid,))
+        self._run("DELETE FROM links WHERE note_rowid = ?", (rowid,))
 
-def queue_all_summaries(conn: Connection) -> int:
-    """Queue every note without a frontmatter summary (a new summarizer); returns how many."""
-    cur = conn.execute(
-        "UPDATE notes SET summary_state = 1 WHERE summary = '' AND summary_state = 0"
-    )
-    return cur.rowcount
+    def upsert_note(
+        self,
+        note: NoteRow,
+        chunks: Sequence[ChunkRow],
+        tags: Iterable[str],
+        links: Sequence[LinkRow],
+    ) -> int:
+        """Replace everything stored for note.path; returns its rowid. Link targets are left
+        unresolved: the caller re-resolves the batch's keys before it commits."""
+        row = self._one("SELECT rowid FROM notes WHERE path = ?", (note.path,))
+        values = (
+            note.id,
+            note.claimed_id,
+            note.title,
+            note.summary,
+            note.lead,
+            note.created,
+            note.updated,
+            note.sort_time,
+            note.folder,
+            note.stem_key,
+            note.path_key,
+            json.dumps(list(note.aliases), ensure_ascii=False),
+            note.mtime_ns,
+            note.size,
+            note.content_hash,
+            note.body_hash,
+            note.version,
+            1 if note.summary_pending else 0,
+        )
+        if row is not None:
+            rowid = row[0]
+            self._drop_note_parts(rowid)
+            self._run(
+                """UPDATE notes SET id=?, claimed_id=?, title=?, summary=?, lead=?, created=?,
+                   updated=?, sort_time=?, folder=?, stem_key=?, path_key=?, aliases=?,
+                   mtime_ns=?, size=?, content_hash=?, body_hash=?, version=?, summary_state=?,
+                   llm_summary=NULL WHERE rowid=?""",
+                (*values, rowid),
+            )
+        else:
+            cur = self._run(
+                """INSERT INTO notes(id, claimed_id, title, summary, lead, created, updated,
+                   sort_time, folder, stem_key, path_key, aliases, mtime_ns, size, content_hash,
+                   body_hash, version, summary_state, path)
+                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+                (*values, note.path),
+            )
+            rowid = cur.lastrowid  # type: ignore[attr-defined]
+        if note.summary_pending:
+            # The same body was summarised by the same model before (a reindex, a moved note,
+            # a frontmatter-only edit): reuse it instead of asking the LLM again.
+            cached = self._one(
+                "SELECT summary FROM summary_cache WHERE model = ? AND body_hash = ?",
+                (self.get_meta("summary_model") or "", note.body_hash),
+            )
+            if cached is not None:
+                self._run(
+                    "UPDATE notes SET llm_summary = ?, summary_state = 0 WHERE rowid = ?",
+                    (cached[0], rowid),
+                )
+        for c in chunks:
+            cur = self._run(
+                """INSERT INTO chunks(note_rowid, ordinal, heading_path, text, text_hash, tokens)
+                   VALUES (?,?,?,?,?,?)""",
+                (rowid, c.ordinal, c.heading_path, c.text, c.text_hash, c.tokens),
+            )
+            self._run(
+                "INSERT INTO chunks_fts(rowid, title, headings, body) VALUES (?,?,?,?)",
+                (cur.lastrowid, c.fts_title, c.fts_headings, c.fts_body),  # type: ignore[attr-defined]
+            )
+        self._many(
+            "INSERT OR IGNORE INTO tags(note_rowid, tag) VALUES (?, ?)", [(rowid, t) for t in tags]
+        )
+        self._many(
+            "INSERT OR IGNORE INTO aliases(note_rowid, alias_key) VALUES (?, ?)",
+            [(rowid, a.lower()) for a in note.aliases],
+        )
+        self._many(
+            """INSERT INTO links(note_rowid, ordinal, target, target_key, heading, alias, embed)
+               VALUES (?,?,?,?,?,?,?)""",
+            [
+                (rowid, i, ln.target, ln.target.lower(), ln.heading, ln.alias, int(ln.embed))
+                for i, ln in enumerate(links)
+            ],
+        )
+        return rowid
+
+    def delete_note(self, rowid: int) -> None:
+        self._drop_note_parts(rowid)
+        self._run("DELETE FROM notes WHERE rowid = ?", (rowid,))
+
+    def resolve_links(self, keys: Iterable[str], note_rowids: Iterable[int] = ()) -> int:
+        """Re-resolve every link whose target is one of `keys`, and every link of the notes
+        `note_rowids`; returns how many links changed. Resolution depends only on the notes
+        the index holds, so doing this for every key a change touched gives what a full
+        rebuild gives."""
+        wanted = set(keys)
+        rowids = list(note_rowids)
+        for start in range(0, len(rowids), 500):
+            part = rowids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            wanted |= {
+                r[0]
+                for r in self._all(
+                    f"SELECT DISTINCT target_key FROM links WHERE note_rowid IN ({marks})", part
+                )
+            }
+        changed = 0
+        present = self._present_keys(wanted)
+        for key in sorted(present):
+            target = self.resolve_key(key)
+            cur = self._run(
+                "UPDATE links SET target_rowid = ? WHERE target_key = ? AND target_rowid IS NOT ?",
+                (target, key, target),
+            )
+            changed += cur.rowcount  # type: ignore[attr-defined]
+        return changed
+
+    def _present_keys(self, keys: set[str]) -> set[str]:
+        """The keys some link actually uses (most keys of a note are never linked)."""
+        found: set[str] = set()
+        listed = sorted(keys)
+        for start in range(0, len(listed), 500):
+            part = listed[start : start + 500]
+            marks = ",".join("?" * len(part))
+            found |= {
+                r[0]
+                for r in self._all(
+                    f"SELECT DISTINCT target_key FROM links WHERE target_key IN ({marks})", part
+                )
+            }
+        return found
+
+    # -- vectors -------------------------------------------------------------------------
+
+    def bump_vector_epoch(self) -> None:
+        """Every change to the vector table moves this counter: in-memory copies reload."""
+        self._run(
+            "INSERT INTO meta(key, value) VALUES ('vec_epoch', '1') ON CONFLICT(key) "
+            "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
+
+    def reset_vectors(self, model: str, dim: int) -> None:
+        """A new embedding model: drop old vectors (two models never mix), queue every chunk."""
+        self._run(f"DROP TABLE IF EXISTS {VECTOR_TABLE}")
+        self._run(
+            f"CREATE VIRTUAL TABLE {VECTOR_TABLE} USING vec0("
+            f"embedding float[{int(dim)}] distance_metric=cosine)"
+        )
+        self._run("UPDATE chunks SET vec_state = 0")
+        self.bump_vector_epoch()
+        self.set_meta("embed_model", model)
+        self.set_meta("embed_dim", str(dim))
+
+    def store_vectors(self, model: str, items: Sequence[tuple[int, str, bytes]]) -> int:
+        """items: (chunk rowid, text hash, float32 bytes); returns how many were attached."""
+        self._many(
+            "INSERT OR REPLACE INTO embed_cache(model, text_hash, vector) VALUES (?, ?, ?)",
+            [(model, h, v) for _, h, v in items],
+        )
+        rowids = [r for r, _, _ in items]
+        marks = ",".join("?" * len(rowids))
+        # Only chunks that still exist, unchanged and pending (a note may have changed).
+        live = {
+            (r[0], r[1])
+            for r in self._all(
+                f"SELECT rowid, text_hash FROM chunks WHERE vec_state = 0 AND rowid IN ({marks})",
+                rowids,
+            )
+        }
+        rows = [(r, v) for r, h, v in items if (r, h) in live]
+        self._many(f"INSERT OR REPLACE INTO {VECTOR_TABLE}(rowid, embedding) VALUES (?, ?)", rows)
+        self._many("UPDATE chunks SET vec_state = 1 WHERE rowid = ?", [(r,) for r, _ in rows])
+        if rows:
+            self.bump_vector_epoch()
+        return len(rows)
+
+    # -- summaries -----------------------------------------------------------------------
+
+    def set_llm_summary(self, rowid: int, version: str, summary: str, model: str = "") -> bool:
+        """Store a summary of `version` of the note, take it off the queue and remember it
+        by (model, body); False (nothing stored) when the note has changed or gone since."""
+        cur = self._run(
+            """UPDATE notes SET llm_summary = ?, summary_state = 0
+               WHERE rowid = ? AND version = ? AND summary_state = 1""",
+            (summary, rowid, version),
+        )
+        if cur.rowcount != 1:  # type: ignore[attr-defined]
+            return False
+        self._run(
+            """INSERT OR REPLACE INTO summary_cache(model, body_hash, summary)
+               SELECT ?, body_hash, ? FROM notes WHERE rowid = ?""",
+            (model, summary, rowid),
+        )
+        return True
+
+    def queue_all_summaries(self) -> int:
+        """Queue every note without a frontmatter summary (a new summarizer)."""
+        cur = self._run(
+            "UPDATE notes SET summary_state = 1 WHERE summary = '' AND summary_state = 0"
+        )
+        return cur.rowcount  # type: ignore[attr-defined]

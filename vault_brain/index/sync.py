@@ -1,17 +1,15 @@
 """Files → index. A stat pass finds candidates, a content hash decides, and only changed
-notes are re-parsed and re-chunked. Each note is written in one transaction (batched
-with its neighbours), so the index never holds half a note."""
+notes are re-parsed and re-chunked. Notes are stored in batched transactions, each note
+whole, so the index never holds half a note; link targets are resolved as notes come and
+go, so backlinks are one indexed lookup."""
 
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
 import posixpath
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,14 +18,14 @@ from stat import S_ISREG as stat_is_file
 from vault_brain import log
 from vault_brain.config import Settings
 from vault_brain.errors import NotFound, Unavailable
-from vault_brain.index import store
 from vault_brain.index.chunking import chunk_note
-from vault_brain.index.db import Connection
+from vault_brain.index.db import SqliteIndex
+from vault_brain.index.records import ChunkRow, LinkRow, NoteRow, StoredStat
+from vault_brain.index.store import Writes, link_keys
 from vault_brain.index.text import fts_text
+from vault_brain.index.workers import ParsePool, WorkerError
 from vault_brain.vault.note import Note, UnreadableNote, derived_id, parse_note
 from vault_brain.vault.scan import FileStat, is_ignored, scan_vault
-
-Progress = Callable[[int, int], None]
 
 PARALLEL_MIN = 400  # files to parse before worker processes pay for their start-up
 MAX_WORKERS = 4
@@ -44,7 +42,7 @@ class SyncReport:
     unchanged: int = 0
     skipped: int = 0
     ms: float = 0.0
-    changed_paths: list[str] = field(default_factory=list)
+    changed_paths: list[str] = field(default_factory=list)  # added, updated or removed
 
     @property
     def changed(self) -> int:
@@ -68,12 +66,12 @@ def _strip_title(heading_path: str, title: str) -> str:
 
 def build_rows(
     note: Note, stat: FileStat, settings: Settings, summarize: bool
-) -> tuple[store.NoteRow, list[store.ChunkRow], list[store.LinkRow]]:
+) -> tuple[NoteRow, list[ChunkRow], list[LinkRow]]:
     """Turn a parsed note into the rows the index stores for it."""
     folder = posixpath.dirname(note.path)
     stem = posixpath.basename(note.path)
     stem = stem[:-3] if stem.lower().endswith(".md") else stem
-    row = store.NoteRow(
+    row = NoteRow(
         path=note.path,
         id=note.id,
         claimed_id=note.id,
@@ -101,7 +99,7 @@ def build_rows(
     for ch in chunk_note(note.title, note.body, c.max_tokens, c.overlap, c.min_tokens):
         headings = _strip_title(ch.heading_path, note.title)
         chunks.append(
-            store.ChunkRow(
+            ChunkRow(
                 ordinal=ch.ordinal,
                 heading_path=ch.heading_path,
                 text=ch.text,
@@ -112,15 +110,30 @@ def build_rows(
                 fts_body=fts_text(ch.text),
             )
         )
-    links = [store.LinkRow(ln.target, ln.heading, ln.alias, ln.embed) for ln in note.links]
+    links = [LinkRow(ln.target, ln.heading, ln.alias, ln.embed) for ln in note.links]
     return row, chunks, links
 
 
-class Syncer:
-    """Applies file changes to the index through one connection (the caller serialises)."""
+@dataclass(frozen=True)
+class SyncProgress:
+    """Where a long sync is: the phase ("scan", "parse"), files done of total, chunks."""
 
-    def __init__(self, conn: Connection, settings: Settings, *, summarize: bool = False) -> None:
-        self.conn = conn
+    phase: str
+    done: int
+    total: int
+    chunks: int = 0
+
+
+Progress = Callable[[SyncProgress], None]
+
+
+class Syncer:
+    """Applies file changes to the index. Reading and parsing happen outside any write
+    transaction; each transaction stores a batch of whole notes (never half of one) and
+    re-resolves the links the batch touched before it commits."""
+
+    def __init__(self, index: SqliteIndex, settings: Settings, *, summarize: bool = False) -> None:
+        self.index = index
         self.settings = settings
         self.root = settings.vault_path
         self.summarize = summarize
@@ -130,12 +143,15 @@ class Syncer:
     def sync_all(self, *, full: bool = False, progress: Progress | None = None) -> SyncReport:
         started = time.perf_counter()
         v = self.settings.vault
+        if progress is not None:
+            progress(SyncProgress("scan", 0, 0))
         scan = scan_vault(self.root, v.ignore, v.max_file_bytes)
         for path, reason in scan.skipped:
             log.warn("file_skipped", path=path, reason=reason)
         for folder in scan.unreadable_dirs:
             log.warn("folder_unreadable", path=folder)
-        indexed = store.load_stats(self.conn)
+        with self.index.read() as r:
+            indexed = r.load_stats()
         report = self._apply(
             {f.path: f for f in scan.files}, indexed, scan.unreadable_dirs, full, progress
         )
@@ -149,7 +165,7 @@ class Syncer:
         started = time.perf_counter()
         v = self.settings.vault
         on_disk: dict[str, FileStat] = {}
-        indexed: dict[str, store.StoredStat] = {}
+        indexed: dict[str, StoredStat] = {}
         unreadable: list[str] = []
         skipped = 0
         for raw in paths:
@@ -157,7 +173,8 @@ class Syncer:
             if not rel or is_ignored(rel, v.ignore):
                 continue
             prefix = rel + "/"
-            indexed.update(store.load_stats_under(self.conn, rel))
+            with self.index.read() as r:
+                indexed.update(r.load_stats_under(rel))
             full = self.root / rel
             try:
                 is_dir = full.is_dir()
@@ -194,13 +211,12 @@ class Syncer:
     def _apply(
         self,
         on_disk: dict[str, FileStat],
-        indexed: dict[str, store.StoredStat],
+        indexed: dict[str, StoredStat],
         unreadable_dirs: list[str],
         full: bool,
         progress: Progress | None,
     ) -> SyncReport:
         report = SyncReport()
-        has_vectors = store.has_vector_table(self.conn)
         gone = [
             p
             for p in indexed
@@ -215,128 +231,168 @@ class Syncer:
             or (indexed[p].mtime_ns, indexed[p].size) != (f.mtime_ns, f.size)
         ]
         report.unchanged = len(on_disk) - len(candidates)
-        total = len(candidates)
         jobs = [
             (stat, None if full or stat.path not in indexed else indexed[stat.path].content_hash)
             for stat in candidates
         ]
-        with _Batch(self.conn) as batch:
-            # Deletions first: a moved note frees its id before its new path claims it.
-            for path in gone:
-                freed = store.id_of(self.conn, path)
-                store.delete_note(self.conn, indexed[path].rowid, has_vectors=has_vectors)
-                self._release_id(freed)
-                report.removed += 1
-                report.changed_paths.append(path)
-                batch.tick()
-            for done, prepared in enumerate(self._prepare_all(jobs), 1):
-                self._store(prepared, indexed.get(prepared.stat.path), report, has_vectors)
-                batch.tick()
-                if progress is not None:
-                    progress(done, total)
+        if gone:
+            # Deletions first, in one transaction: a moved note frees its id before its new
+            # path claims it.
+            with self.index.transaction() as w:
+                batch = _Touched()
+                for path in gone:
+                    self._delete(w, path, indexed[path].rowid, batch)
+                    report.removed += 1
+                    report.changed_paths.append(path)
+                w.resolve_links(batch.keys, batch.rowids)
+        done = chunks = 0
+        for prepared in _batches(self._prepare_all(jobs)):
+            with self.index.transaction() as w:
+                batch = _Touched()
+                for item in prepared:
+                    chunks += self._store(w, item, indexed.get(item.stat.path), report, batch)
+                w.resolve_links(batch.keys, batch.rowids)
+            done += len(prepared)
+            if progress is not None:
+                progress(SyncProgress("parse", done, len(jobs), chunks))
         return report
 
     def _prepare_all(self, jobs: list[tuple[FileStat, str | None]]) -> Iterator[Prepared]:
-        """Read, parse and chunk: in worker processes when there is a lot of it (parsing is
-        CPU-bound Python), in this process otherwise. Results come back in order."""
+        """Read, parse and chunk: in worker processes when there is a lot of it, in this
+        process otherwise (or when workers cannot start). Results come back in order."""
         workers = min(MAX_WORKERS, os.cpu_count() or 1)
-        if len(jobs) < PARALLEL_MIN or workers < 2:
-            for stat, known in jobs:
-                yield prepare(self.root, stat, known, self.settings, self.summarize)
-            return
-        context = multiprocessing.get_context("spawn")  # safe beside threads, on every OS
-        with ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=context,
-            initializer=_init_worker,
-            initargs=(self.settings, self.summarize),
-        ) as pool:
-            yield from pool.map(_prepare_in_worker, jobs, chunksize=32)
+        if len(jobs) >= PARALLEL_MIN and workers >= 2:
+            done = 0
+            try:
+                with ParsePool((self.settings, self.summarize), workers) as pool:
+                    for item in pool.map(jobs):
+                        done += 1
+                        yield item
+                return
+            except (WorkerError, OSError) as exc:
+                log.warn("parse_workers_failed", error=str(exc)[:200], fallback="in-process")
+                jobs = jobs[done:]
+        for stat, known in jobs:
+            yield prepare(self.root, stat, known, self.settings, self.summarize)
+
+    def _delete(self, w: Writes, path: str, rowid: int, batch: _Touched) -> None:
+        batch.keys |= w.keys_of(rowid)
+        freed = w.id_of(path)
+        w.delete_note(rowid)
+        self._release_id(w, freed)
 
     def _store(
         self,
+        w: Writes,
         prepared: Prepared,
-        known: store.StoredStat | None,
+        known: StoredStat | None,
         report: SyncReport,
-        has_vectors: bool,
-    ) -> None:
+        batch: _Touched,
+    ) -> int:
+        """Store one prepared file; returns how many chunks it wrote."""
         stat = prepared.stat
         if prepared.kind == "unreadable":
             # A transient read error must not drop what the index already holds.
             log.warn("file_unreadable", path=stat.path, error=prepared.reason)
             report.skipped += 1
         elif prepared.kind == "same" and known is not None:
-            store.touch_note(self.conn, known.rowid, stat.mtime_ns, stat.size)
+            w.touch_note(known.rowid, stat.mtime_ns, stat.size, iso_utc(stat.mtime_ns))
             report.unchanged += 1
         elif prepared.kind in ("invalid", "gone"):
             if prepared.kind == "invalid":
                 log.warn("file_skipped", path=stat.path, reason=prepared.reason)
                 report.skipped += 1
             if known is not None:
-                freed = store.id_of(self.conn, stat.path)
-                store.delete_note(self.conn, known.rowid, has_vectors=has_vectors)
-                self._release_id(freed)
+                self._delete(w, stat.path, known.rowid, batch)
                 report.removed += 1
         elif prepared.note is not None and prepared.rows is not None:
             note = prepared.note
             for warning in note.warnings:
                 log.warn("note_warning", path=stat.path, warning=warning)
             row, chunks, links = prepared.rows
-            before = store.id_of(self.conn, stat.path) if known is not None else None
-            assigned = self._claim_id(note)
+            before = w.id_of(stat.path) if known is not None else None
+            if known is not None:
+                batch.keys |= w.keys_of(known.rowid)
+            assigned = self._claim_id(w, note, batch)
             if assigned != note.id:
                 row = replace(row, id=assigned)
             if before is not None and before != assigned:
-                store.set_note_id(self.conn, stat.path, assigned)  # free `before` first
-            store.upsert_note(self.conn, row, chunks, note.tags, links, has_vectors=has_vectors)
+                w.set_note_id(stat.path, assigned)  # free `before` first
+            rowid = w.upsert_note(row, chunks, note.tags, links)
+            batch.keys |= link_keys(row.path_key, row.aliases)
+            batch.rowids.add(rowid)
             if before is not None and before != assigned:
-                self._release_id(before)
+                self._release_id(w, before)
             if known is None:
                 report.added += 1
             else:
                 report.updated += 1
             report.changed_paths.append(stat.path)
+            return len(chunks)
+        return 0
 
-    def _claim_id(self, note: Note) -> str:
+    def _claim_id(self, w: Writes, note: Note, batch: _Touched) -> str:
         """The id this note gets. Two files may ask for one frontmatter id (a duplicated
         note): the one whose path sorts first keeps it and the other gets an id derived from
         its path, the rule a full rebuild (which goes in path order) applies, so incremental
         and full agree whatever order the files changed in."""
-        holder = store.id_holder(self.conn, note.id)
+        holder = w.id_holder(note.id)
         if holder is None or holder == note.path:
             return note.id
         if not (self.root / holder).exists():
             # The holder's file is gone (a move whose old path we have not heard about yet):
             # the id moves with the note.
-            stale = store.load_stat(self.conn, holder)
+            stale = w.load_stat(holder)
             if stale is not None:
-                store.delete_note(
-                    self.conn, stale.rowid, has_vectors=store.has_vector_table(self.conn)
-                )
+                batch.keys |= w.keys_of(stale.rowid)
+                w.delete_note(stale.rowid)
             return note.id
         if note.path < holder:
-            fallback = self._fallback_id(holder)
-            store.set_note_id(self.conn, holder, fallback)
+            fallback = self._fallback_id(w, holder)
+            w.set_note_id(holder, fallback)
             log.warn("duplicate_id", path=holder, id=note.id, other=note.path, used=fallback)
             return note.id
-        fallback = self._fallback_id(note.path)
+        fallback = self._fallback_id(w, note.path)
         log.warn("duplicate_id", path=note.path, id=note.id, other=holder, used=fallback)
         return fallback
 
-    def _fallback_id(self, path: str) -> str:
+    def _fallback_id(self, w: Writes, path: str) -> str:
         candidate, n = derived_id(path), 1
-        while (h := store.id_holder(self.conn, candidate)) is not None and h != path:
+        while (h := w.id_holder(candidate)) is not None and h != path:
             n += 1
             candidate = derived_id(f"{path}#{n}")
         return candidate
 
-    def _release_id(self, freed: str | None) -> None:
+    def _release_id(self, w: Writes, freed: str | None) -> None:
         """An id no note holds any more goes to the first file (by path) that asks for it."""
-        if freed is None or store.id_holder(self.conn, freed) is not None:
+        if freed is None or w.id_holder(freed) is not None:
             return
-        claimant = store.first_claimant(self.conn, freed)
+        claimant = w.first_claimant(freed)
         if claimant is not None:
-            store.set_note_id(self.conn, claimant, freed)
+            w.set_note_id(claimant, freed)
+
+
+@dataclass
+class _Touched:
+    """What one transaction changed that links may resolve to or from."""
+
+    keys: set[str] = field(default_factory=set)
+    rowids: set[int] = field(default_factory=set)
+
+
+def _batches(items: Iterator[Prepared]) -> Iterator[list[Prepared]]:
+    """Group prepared files into transactions of BATCH_NOTES, or what BATCH_SECONDS of
+    parsing gave: the write lock is held for storing only, never while parsing."""
+    batch: list[Prepared] = []
+    started = time.monotonic()
+    for item in items:
+        batch.append(item)
+        if len(batch) >= BATCH_NOTES or time.monotonic() - started > BATCH_SECONDS:
+            yield batch
+            batch = []
+            started = time.monotonic()
+    if batch:
+        yield batch
 
 
 @dataclass(frozen=True)
@@ -347,7 +403,7 @@ class Prepared:
     # "index" | "same" (bytes unchanged) | "gone" | "unreadable" (I/O) | "invalid" (not UTF-8)
     kind: str
     note: Note | None = None
-    rows: tuple[store.NoteRow, list[store.ChunkRow], list[store.LinkRow]] | None = None
+    rows: tuple[NoteRow, list[ChunkRow], list[LinkRow]] | None = None
     reason: str = ""
 
 
@@ -370,29 +426,6 @@ def prepare(
     return Prepared(stat, "index", note, build_rows(note, stat, settings, summarize))
 
 
-_worker_context: tuple[Settings, bool] | None = None
-
-
-def _init_worker(settings: Settings, summarize: bool) -> None:
-    global _worker_context
-    _worker_context = (settings, summarize)
-    log.set_quiet(True)
-    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
-
-
-def _exit_with_parent(parent: int) -> None:
-    """A worker whose parent was killed (kill -9 mid-sync) must not linger forever."""
-    while os.getppid() == parent:
-        time.sleep(1.0)
-    os._exit(0)
-
-
-def _prepare_in_worker(job: tuple[FileStat, str | None]) -> Prepared:
-    assert _worker_context is not None
-    settings, summarize = _worker_context
-    return prepare(settings.vault_path, job[0], job[1], settings, summarize)
-
-
 def _prefixed(f: FileStat, prefix: str) -> FileStat:
     return FileStat(prefix + f.path, f.mtime_ns, f.size)
 
@@ -407,46 +440,3 @@ def _stat_file(path: Path, max_bytes: int) -> tuple[int, int] | None:
     if not stat_is_file(st.st_mode) or st.st_size > max_bytes:
         return None
     return st.st_mtime_ns, st.st_size
-
-
-class _Batch:
-    """Commit every BATCH_NOTES notes or BATCH_SECONDS, always between two notes."""
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-        self.count = 0
-        self.started = 0.0
-
-    def __enter__(self) -> _Batch:
-        self._begin()
-        return self
-
-    def _begin(self) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")
-        self.count = 0
-        self.started = time.monotonic()
-
-    def tick(self) -> None:
-        self.count += 1
-        if self.count >= BATCH_NOTES or time.monotonic() - self.started > BATCH_SECONDS:
-            self._commit()
-            self._begin()
-
-    def _commit(self) -> None:
-        try:
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self._rollback()
-            raise
-
-    def _rollback(self) -> None:
-        # SQLite may have rolled back already (a full disk): a second ROLLBACK would raise
-        # "no transaction is active" and hide the real error.
-        if self.conn.in_transaction:
-            self.conn.execute("ROLLBACK")
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type:
-            self._rollback()
-        else:
-            self._commit()

@@ -42,8 +42,7 @@ FIRST_INDEX_WAIT_SECONDS = 20.0
 def _default_factory(settings: Settings) -> Brain:
     from vault_brain.service import Brain
 
-    # A reader until its watcher takes the vault's indexer lock (one indexer per vault).
-    return Brain(settings, indexer=False)
+    return Brain(settings)
 
 
 def _default_attach(brain: Brain) -> Callable[[], object]:

@@ -1,0 +1,156 @@
+"""The records that cross the index's border: what callers give it and what it gives back.
+
+Plain frozen dataclasses with no SQL in them, so a second implementation of the index (a
+Postgres one for team brains) can take and return the same things.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which notes a search or a listing may return. Tags are ANDed; each matches itself
+    and its sub-tags (`project` matches `project/alpha`)."""
+
+    tags: tuple[str, ...] = ()
+    folder: str | None = None  # the folder and everything below it, case-insensitive
+    since: str | None = None  # ISO 8601 UTC, inclusive
+    until: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return bool(self.tags or self.folder or self.since or self.until)
+
+
+@dataclass(frozen=True)
+class TextQuery:
+    """A full-text query after analysis: each group is one query word in its indexed forms
+    (stems in several languages, CJK bigrams); a note matches a group through any form.
+    Groups are ORed and bm25 ranks notes by how many and how rare the words they share."""
+
+    groups: tuple[tuple[str, ...], ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.groups)
+
+
+@dataclass(frozen=True)
+class StoredStat:
+    rowid: int
+    mtime_ns: int
+    size: int
+    content_hash: str
+
+
+@dataclass(frozen=True)
+class NoteRow:
+    """What the indexer stores for one note (built by sync from a parsed Note)."""
+
+    path: str
+    id: str
+    claimed_id: str
+    title: str
+    summary: str
+    lead: str
+    created: str | None
+    updated: str | None
+    sort_time: str
+    folder: str
+    stem_key: str
+    path_key: str
+    aliases: tuple[str, ...]
+    mtime_ns: int
+    size: int
+    content_hash: str
+    body_hash: str
+    version: str
+    summary_pending: bool
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    ordinal: int
+    heading_path: str
+    text: str
+    text_hash: str
+    tokens: int
+    fts_title: str
+    fts_headings: str
+    fts_body: str
+
+
+@dataclass(frozen=True)
+class LinkRow:
+    target: str
+    heading: str | None
+    alias: str | None
+    embed: bool
+
+
+@dataclass(frozen=True)
+class NoteInfo:
+    rowid: int
+    id: str
+    path: str
+    title: str
+    summary: str  # the best summary we have: frontmatter, else LLM, else lead
+    created: str | None
+    updated: str | None
+    sort_time: str
+    aliases: tuple[str, ...]
+    version: str
+    folder: str
+
+
+@dataclass(frozen=True)
+class LinkInfo:
+    """One outgoing link of a note, with the note it resolves to (None: no such note)."""
+
+    target: str
+    heading: str | None
+    alias: str | None
+    embed: bool
+    resolved: NoteInfo | None
+
+
+@dataclass(frozen=True)
+class ChunkHit:
+    chunk_rowid: int
+    note_rowid: int
+    score: float  # higher is better (full text: -bm25; vectors: cosine similarity)
+
+
+@dataclass(frozen=True)
+class VectorHits:
+    """The vector arm's answer: the best chunks, and the query's cosine against every chunk
+    summarised (its noise level), which calibrates what a cosine means for this query."""
+
+    hits: list[ChunkHit]
+    median: float
+    spread: float  # a robust standard deviation (1.4826 · MAD) of all cosines
+
+
+@dataclass(frozen=True)
+class PendingChunk:
+    rowid: int
+    text_hash: str
+    embed_text: str
+
+
+@dataclass(frozen=True)
+class PendingSummary:
+    rowid: int
+    path: str
+    title: str
+    version: str
+
+
+@dataclass(frozen=True)
+class Counts:
+    notes: int
+    chunks: int
+    vectors: int
+    pending_vectors: int
+    pending_summaries: int

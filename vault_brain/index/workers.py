@@ -1,0 +1,127 @@
+"""Parse worker processes for big syncs: parsing and chunking are CPU-bound Python.
+
+Workers are started as `python -m vault_brain.index.workers`, not with multiprocessing's
+spawn: spawn re-imports the caller's `__main__`, so a script that calls `Brain.sync()`
+without an `if __name__ == "__main__"` guard would run itself again in every worker. A
+worker reads length-prefixed pickles on stdin and answers on stdout; it exits when stdin
+closes, so a killed indexer (even kill -9 while workers still start up) leaves none behind.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import subprocess
+import sys
+from collections import deque
+from collections.abc import Iterator, Sequence
+from typing import IO, Any
+
+_HEADER = struct.Struct("<Q")
+CHUNK = 32  # files per message: small enough that a pipe never fills with requests
+IN_FLIGHT = 2  # messages queued per worker, so none waits for the next one
+
+
+def _send(stream: IO[bytes], obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def _receive(stream: IO[bytes]) -> Any:
+    head = stream.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        raise EOFError
+    (size,) = _HEADER.unpack(head)
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError
+    return pickle.loads(data)
+
+
+class WorkerError(RuntimeError):
+    """A worker died or answered nonsense; the caller parses in-process instead."""
+
+
+class ParsePool:
+    """Ordered `map` of `index.sync.prepare` over jobs, in worker processes."""
+
+    def __init__(self, context: tuple[Any, ...], workers: int) -> None:
+        self._context = context
+        self._count = max(1, workers)
+        self._procs: list[subprocess.Popen[bytes]] = []
+
+    def __enter__(self) -> ParsePool:
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        for _ in range(self._count):
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "vault_brain.index.workers"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=env,
+            )
+            self._procs.append(proc)
+            _send(proc.stdin, self._context)  # type: ignore[arg-type]
+        return self
+
+    def map(self, jobs: Sequence[Any]) -> Iterator[Any]:
+        parts = [list(jobs[i : i + CHUNK]) for i in range(0, len(jobs), CHUNK)]
+        waiting: deque[int] = deque()  # which worker answers the next message, in order
+        sent = 0
+        try:
+            while sent < len(parts) and sent < self._count * IN_FLIGHT:
+                self._post(sent, parts[sent], waiting)
+                sent += 1
+            while waiting:
+                worker = waiting.popleft()
+                results = _receive(self._procs[worker].stdout)  # type: ignore[arg-type]
+                if sent < len(parts):
+                    self._post(sent, parts[sent], waiting)
+                    sent += 1
+                yield from results
+        except (EOFError, OSError, pickle.UnpicklingError) as exc:
+            raise WorkerError(f"a parse worker failed ({type(exc).__name__})") from exc
+
+    def _post(self, number: int, part: list[Any], waiting: deque[int]) -> None:
+        worker = number % self._count
+        _send(self._procs[worker].stdin, part)  # type: ignore[arg-type]
+        waiting.append(worker)
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in self._procs:
+            try:
+                proc.stdin.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
+        for proc in self._procs:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        self._procs = []
+
+
+def _serve() -> None:
+    """The worker's loop: the first message is (settings, summarize), then lists of jobs."""
+    from vault_brain import log
+    from vault_brain.index.sync import prepare
+
+    log.set_quiet(True)
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    try:
+        settings, summarize = _receive(stdin)
+        while True:
+            jobs = _receive(stdin)
+            _send(
+                stdout, [prepare(settings.vault_path, s, h, settings, summarize) for s, h in jobs]
+            )
+    except (EOFError, BrokenPipeError):
+        return
+
+
+if __name__ == "__main__":
+    _serve()

@@ -1,0 +1,481 @@
+"""The Indexer: the only write path into the index, and the one place that decides what
+runs next (file events, tool writes, the vector and summary queues).
+
+Who writes the index (docs/ARCHITECTURE.md says it at length):
+
+1. The process that holds the vault's indexer lock (`lock.py`) runs all background index
+   work: the watcher's syncs and reconciles, the vector queue, the summary queue.
+2. Any process indexes the files it has itself just written through `vault/` at once, so
+   a save is findable when it returns (read-your-writes). That sync is idempotent; the
+   lock holder re-checks the same path when its file event arrives.
+3. An explicit full pass (`vault-brain index`, `Brain.sync`) takes the lock for its run,
+   and a process that reads while nobody holds it (a CLI `search`) may take it for one
+   catch-up pass. Neither runs while another process holds the lock.
+
+Every change (a synced file event, a tool write) sends one "changed" signal, which wakes
+the background worker: vectors of a saved note are there within a second or two.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vault_brain import log
+from vault_brain.config import Settings
+from vault_brain.embed import Embedder
+from vault_brain.errors import Unavailable
+from vault_brain.index.db import SqliteIndex, binding_errors
+from vault_brain.index.sync import Progress, Syncer, SyncProgress, SyncReport
+from vault_brain.index.vectors import embed_batch
+from vault_brain.lock import IndexerLock, indexer_alive, indexer_lock_path
+from vault_brain.records import Indexing
+from vault_brain.watch import HEALTH_CHECK_SECONDS, Watcher, WatchStats
+
+if TYPE_CHECKING:
+    from vault_brain.summarize.llm import Summarizer
+
+BACKOFF_START, BACKOFF_CAP = 30.0, 900.0
+LOCK_RETRY_SECONDS = 2.0  # a reader takes over within this long after the indexer dies
+IDLE_RETRY_SECONDS = 60.0  # retry pending vectors and summaries this often with no changes
+PROGRESS_EVERY_SECONDS = 1.0  # how often a long pass publishes its progress in the index
+PROGRESS_MIN_FILES = 50  # passes smaller than this are not worth reporting as "indexing"
+# What a failing endpoint raises; anything else is a bug and propagates.
+ENDPOINT_ERRORS = (Unavailable, OSError, ValueError, RuntimeError)
+
+
+@dataclass
+class Backoff:
+    """When a background kind (vectors, summaries) may call its endpoint again: 30 s after
+    a failure, doubling to 15 min; a success resets it. Tests shorten `start`."""
+
+    start: float = BACKOFF_START
+    cap: float = BACKOFF_CAP
+    delay: float = 0.0
+    retry_at: float = 0.0
+
+    def waiting(self) -> bool:
+        return time.monotonic() < self.retry_at
+
+    def remaining(self) -> float:
+        return max(0.0, self.retry_at - time.monotonic())
+
+    def failed(self) -> float:
+        self.delay = min(self.delay * 2 if self.delay else self.start, self.cap)
+        self.retry_at = time.monotonic() + self.delay
+        return self.delay
+
+    def succeeded(self) -> None:
+        self.delay = self.retry_at = 0.0
+
+
+class Indexer:
+    """Keeps one vault's index in step with its files, from this process."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        index: SqliteIndex,
+        embedder: Embedder | None,
+        summarizer: Summarizer | None,
+    ) -> None:
+        self.settings = settings
+        self.index = index
+        self.embedder = embedder
+        self.summarizer = summarizer
+        self.lock = IndexerLock(indexer_lock_path(settings))
+        self.lock_retry_seconds = LOCK_RETRY_SECONDS
+        self.health_check_seconds = HEALTH_CHECK_SECONDS
+        self.embed_backoff = Backoff()
+        self.summary_backoff = Backoff()
+        self._syncer = Syncer(index, settings, summarize=summarizer is not None)
+        self._summaries = None
+        if summarizer is not None:
+            from vault_brain.summarize.queue import SummaryQueue
+
+            self._summaries = SummaryQueue(index, settings, summarizer, self.sync_paths)
+        self._role = "stopped"  # "indexer" | "reader" | "stopped"
+        self._role_lock = threading.Lock()
+        self._watcher: Watcher | None = None
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+        self._changed = threading.Event()
+        self._background_busy = False
+        self._last_sync = 0.0
+        self._synced = threading.Event()  # a full stat pass has completed in this process
+        self._progress_published = 0.0
+
+    # -- role ----------------------------------------------------------------------------
+
+    @property
+    def role(self) -> str:
+        return self._role
+
+    @property
+    def live(self) -> bool:
+        """This process indexes the vault from file events right now."""
+        return self._role == "indexer"
+
+    @property
+    def watcher(self) -> Watcher | None:
+        return self._watcher
+
+    def watched(self) -> bool:
+        """Some process (this one or another) keeps the index in step right now."""
+        return self.live or indexer_alive(self.settings)
+
+    def start(self) -> None:
+        """Take the indexer role if the lock is free, else wait for it as a reader (a thread
+        retries every lock_retry_seconds and takes over when the holder is gone)."""
+        with self._role_lock:
+            if self._role != "stopped":
+                return
+            self._stop.clear()
+            if self.lock.try_acquire():
+                self._become_indexer()
+                return
+            self._role = "reader"
+            log.event("watch_reader", lock=str(self.lock.path))
+            self._spawn(self._wait_for_role, "vault-brain-lock-retry")
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop watching (syncing every path still pending) and give up the role."""
+        with self._role_lock:
+            if self._role == "stopped":
+                return
+            self._stop.set()
+            self._changed.set()
+            watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.stop(timeout)
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout)
+        self._threads = []
+        self.lock.release()
+        self._role = "stopped"
+        log.event("watch_stopped")
+
+    def __enter__(self) -> Indexer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _wait_for_role(self) -> None:
+        while not self._stop.wait(self.lock_retry_seconds):
+            try:
+                got = self.lock.try_acquire()
+            except Exception as exc:  # an unreadable index folder: keep reading, retry later
+                log.warn("watch_lock_error", error=log.cut(str(exc), 200))
+                continue
+            if not got:
+                continue
+            with self._role_lock:
+                if self._stop.is_set():
+                    self.lock.release()
+                    return
+                log.event("watch_takeover", lock=str(self.lock.path))
+                self._become_indexer()
+            return
+
+    def _become_indexer(self) -> None:
+        self._role = "indexer"
+        watcher = Watcher(self, self.settings, health_check_seconds=self.health_check_seconds)
+        self._watcher = watcher
+        watcher.start()  # its first job is a full reconcile
+        self._spawn(self._run_background, "vault-brain-background")
+        log.event(
+            "watch_started",
+            role="indexer",
+            poll=self.settings.watch.poll,
+            debounce_ms=self.settings.watch.debounce_ms,
+        )
+
+    def _spawn(self, target: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    # -- the write path --------------------------------------------------------------------
+
+    def sync(self, *, full: bool = False, progress: Progress | None = None) -> SyncReport:
+        """A full stat pass (incremental; `full` re-parses every note), under the lock."""
+        with self._holding_lock():
+            report = self._syncer.sync_all(full=full, progress=self._tracking(progress))
+            self._last_sync = time.monotonic()
+        self._synced.set()
+        self._publish_progress(None)
+        self._changed.set()
+        log.event(
+            "sync",
+            scanned=report.scanned,
+            added=report.added,
+            updated=report.updated,
+            removed=report.removed,
+            skipped=report.skipped,
+            ms=report.ms,
+        )
+        return report
+
+    def sync_paths(self, paths: Iterable[str]) -> SyncReport:
+        """Re-check these paths (vault-relative or absolute; files or folders, present or
+        gone). The watcher's batches come here, and so do re-checks after a failed write."""
+        rels = [rel for rel in (self._relative(p) for p in paths) if rel is not None]
+        report = self._syncer.sync_paths(rels)
+        # Another process may have indexed these files already (its own save): there may be
+        # vectors to make all the same.
+        self._changed.set()
+        if report.changed:
+            log.event(
+                "sync_paths",
+                paths=len(rels),
+                added=report.added,
+                updated=report.updated,
+                removed=report.removed,
+                ms=report.ms,
+            )
+        return report
+
+    def wrote(self, rel: str) -> bool:
+        """A tool write just landed in the vault: index that file now (read-your-writes).
+
+        The file is the truth and it is on disk: an index that cannot take it now (full
+        disk, I/O error) must not turn the write into a failure a model would retry; the
+        next sync catches up. Returns whether it is indexed."""
+        try:
+            self._syncer.sync_paths([rel])
+        except (*binding_errors(), OSError) as exc:
+            log.warn("index_write_failed", path=log.cut(rel), error=log.cut(str(exc), 200))
+            return False
+        self._changed.set()
+        return True
+
+    def refresh_for_read(self) -> None:
+        """Fresh reads without a daemon: when nobody keeps the index in step, a stat pass
+        before a read if the last one is older than index.fresh_read_seconds."""
+        if self.live:
+            return
+        if time.monotonic() - self._last_sync < self.settings.index.fresh_read_seconds:
+            return
+        self.catch_up_if_unwatched(vectors=False)
+
+    def catch_up_if_unwatched(self, *, vectors: bool = True) -> bool:
+        """When no process holds the indexer lock, take it for one pass (files, then
+        vectors). Returns True when it did."""
+        if self.live or self.lock.held:
+            return False
+        try:
+            if not self.lock.try_acquire():
+                return False
+        except Unavailable:
+            return False
+        try:
+            self._syncer.sync_all()
+            self._last_sync = time.monotonic()
+            self._synced.set()
+            if vectors:
+                self.embed_pending()
+        finally:
+            self.lock.release()
+        return True
+
+    @contextmanager
+    def _holding_lock(self) -> Iterator[None]:
+        if self.lock.held:
+            yield
+            return
+        if not self.lock.try_acquire():
+            raise Unavailable(
+                "another vault-brain process (watch or serve) indexes this vault and keeps "
+                "the index in step; stop it to run this pass here"
+            )
+        try:
+            yield
+        finally:
+            self.lock.release()
+
+    def _relative(self, path: str) -> str | None:
+        root = self.settings.vault_path
+        candidate = Path(path)
+        if not candidate.is_absolute():
+            return path
+        try:
+            return candidate.resolve().relative_to(root).as_posix()
+        except ValueError:
+            try:
+                return candidate.relative_to(root).as_posix()
+            except ValueError:
+                return None
+
+    # -- progress --------------------------------------------------------------------------
+
+    def wait_until_indexed(self, timeout: float) -> bool:
+        """True as soon as a full pass has completed in this process or the index holds
+        notes and no first pass is running; bounded by `timeout`."""
+        deadline = time.monotonic() + timeout
+        while not self._synced.is_set():
+            if self.indexing() is None:
+                with self.index.read() as r:
+                    if r.has_notes():
+                        return True
+            if time.monotonic() >= deadline:
+                return False
+            self._synced.wait(0.1)
+        return True
+
+    def indexing(self) -> Indexing | None:
+        """The long pass in progress (in any process), or None. A record left by a process
+        that died mid-pass is ignored once no process holds the lock."""
+        with self.index.read() as r:
+            raw = r.get_meta("indexing")
+        if raw is None:
+            return None
+        try:
+            record = json.loads(raw)
+            found = Indexing(int(record["done"]), int(record["total"]))
+        except (ValueError, TypeError, KeyError):
+            return None
+        if not self.live and not indexer_alive(self.settings):
+            return None
+        return found
+
+    def _tracking(self, progress: Progress | None) -> Progress:
+        def track(p: SyncProgress) -> None:
+            if p.phase == "parse" and p.total >= PROGRESS_MIN_FILES:
+                now = time.monotonic()
+                if p.done < p.total and now - self._progress_published >= PROGRESS_EVERY_SECONDS:
+                    self._publish_progress(Indexing(p.done, p.total))
+            if progress is not None:
+                progress(p)
+
+        return track
+
+    def _publish_progress(self, state: Indexing | None) -> None:
+        self._progress_published = time.monotonic()
+        value = None if state is None else json.dumps({"done": state.done, "total": state.total})
+        try:
+            with self.index.read() as r:
+                if value is None and r.get_meta("indexing") is None:
+                    return
+            with self.index.transaction() as w:
+                w.set_meta("indexing", value)
+        except binding_errors() as exc:
+            log.warn("progress_not_recorded", error=type(exc).__name__)
+
+    # -- background: vectors and summaries -------------------------------------------------
+
+    def embed_pending(self, *, limit: int | None = None) -> int:
+        """Catch vectors up; returns how many were written. A failing model or endpoint is
+        backed off (30 s doubling to 15 min) and recorded; it never raises."""
+        if self.embedder is None or self.embed_backoff.waiting():
+            return 0
+        written = 0
+        batch = self.settings.embed.batch_size * max(1, self.settings.embed.concurrency) * 4
+        try:
+            while limit is None or written < limit:
+                n = embed_batch(self.index, self.embedder, batch)
+                if n == 0:
+                    break
+                written += n
+        except ENDPOINT_ERRORS as exc:
+            self._failed("embed", self.embed_backoff, exc)
+            return written
+        self._succeeded("embed", self.embed_backoff)
+        return written
+
+    def summarize_pending(self, *, limit: int | None = None) -> int:
+        """Catch LLM summaries up; returns how many notes left the queue. Same back-off as
+        vectors; never raises."""
+        if self._summaries is None or self.summary_backoff.waiting():
+            return 0
+        done, failure = self._summaries.run(limit)
+        if failure is not None:
+            self._failed("summary", self.summary_backoff, failure)
+        else:
+            self._succeeded("summary", self.summary_backoff)
+        return done
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Until the watcher has nothing pending and the background worker sleeps."""
+        deadline = time.monotonic() + timeout
+        watcher = self._watcher
+        if watcher is not None and not watcher.wait_idle(timeout):
+            return False
+        while self._background_busy or self._changed.is_set():
+            if self._role != "indexer" or time.monotonic() >= deadline:
+                return not self._background_busy
+            time.sleep(0.01)
+        return True
+
+    def stats(self) -> WatchStats | None:
+        return self._watcher.stats() if self._watcher is not None else None
+
+    def _run_background(self) -> None:
+        while not self._stop.is_set():
+            wait = IDLE_RETRY_SECONDS
+            for backoff in (self.embed_backoff, self.summary_backoff):
+                if backoff.waiting():
+                    wait = min(wait, backoff.remaining() + 0.05)
+            self._changed.wait(wait)
+            if self._stop.is_set():
+                return
+            self._background_busy = True
+            self._changed.clear()
+            try:
+                while not self._stop.is_set():
+                    done = self.embed_pending(limit=self.settings.embed.batch_size * 4)
+                    if not self._stop.is_set():
+                        done += self.summarize_pending(limit=4)  # LLM calls take seconds
+                    if done <= 0:
+                        break
+            except Exception as exc:  # a bug must not kill the worker: log it, retry later
+                log.warn(
+                    "background_failed", error=type(exc).__name__, message=log.cut(str(exc), 200)
+                )
+                self._stop.wait(1.0)
+            finally:
+                self._background_busy = False
+
+    # -- errors, recorded in the index so `status` in any process sees them ----------------
+
+    def _failed(self, kind: str, backoff: Backoff, exc: Exception) -> None:
+        message = f"{exc.__class__.__name__}: {exc}"[:300]
+        delay = backoff.failed()
+        log.warn(f"{kind}_failed", error=message, retry_in_s=delay)
+        record = json.dumps({"message": message, "at": time.time()})
+        try:
+            with self.index.transaction() as w:
+                w.set_meta(f"{kind}_error", record)
+        except binding_errors() as db_exc:
+            log.warn("error_not_recorded", kind=kind, error=type(db_exc).__name__)
+
+    def _succeeded(self, kind: str, backoff: Backoff) -> None:
+        backoff.succeeded()
+        try:
+            with self.index.read() as r:
+                if r.get_meta(f"{kind}_error") is None:
+                    return
+            with self.index.transaction() as w:
+                w.set_meta(f"{kind}_error", None)
+        except binding_errors() as db_exc:
+            log.warn("error_not_cleared", kind=kind, error=type(db_exc).__name__)
+
+    def recorded_error(self, kind: str) -> tuple[float, str] | None:
+        """(when, message) of the last failure of `kind` ("embed", "summary"), if any."""
+        with self.index.read() as r:
+            raw = r.get_meta(f"{kind}_error")
+        if raw is None:
+            return None
+        try:
+            record = json.loads(raw)
+            return float(record["at"]), str(record["message"])
+        except (ValueError, TypeError, KeyError):
+            return 0.0, raw

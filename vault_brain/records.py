@@ -1,0 +1,105 @@
+"""What Brain returns: plain frozen records that the CLI prints and the MCP tools turn into
+compact JSON."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: str
+    title: str
+    path: str
+    summary: str
+    snippet: str
+    score: float
+    updated: str | None
+    explain: dict[str, Any] | None = None  # per arm rank and score, and the fused score
+
+
+@dataclass(frozen=True)
+class Indexing:
+    """A first pass over the vault in progress: answers come from what is indexed so far."""
+
+    done: int
+    total: int
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    hits: list[Hit]
+    mode: str
+    degraded: bool
+    reason: str | None = None
+    indexing: Indexing | None = None
+
+
+@dataclass(frozen=True)
+class NoteRef:
+    id: str | None
+    title: str
+    path: str | None
+
+
+@dataclass(frozen=True)
+class NoteSummary:
+    id: str
+    title: str
+    path: str
+    summary: str
+    updated: str | None
+
+
+@dataclass(frozen=True)
+class NotePage:
+    notes: list[NoteSummary]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class NoteView:
+    id: str
+    title: str
+    path: str
+    summary: str
+    tags: list[str]
+    aliases: list[str]
+    created: str | None
+    updated: str | None
+    version: str
+    content: str
+    truncated: bool
+    links_out: list[NoteRef]
+    backlinks: list[NoteRef]
+
+
+@dataclass(frozen=True)
+class SaveResult:
+    id: str
+    path: str
+    version: str
+    duplicate_of: str | None = None
+    indexed: bool = True  # False: the file is written, the index catches up later
+
+
+@dataclass(frozen=True)
+class Status:
+    vault: str
+    index_path: str
+    notes: int
+    chunks: int
+    vectors: int
+    pending_vectors: int
+    pending_summaries: int
+    embedding: str | None
+    dimension: int | None
+    index_bytes: int
+    indexer: bool  # this process indexes the vault
+    last_error: str | None  # the latest of embed_error and summary_error
+    embed_error: str | None = None
+    summary_error: str | None = None
+    summary_model: str | None = None
+    watched: bool = False  # some process (watch, serve) keeps the index in step right now
+    indexing: Indexing | None = None

@@ -1,0 +1,47 @@
+"""What the pieces of the search pipeline hand each other."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from vault_brain.index.records import ChunkHit, Filters
+from vault_brain.index.store import Reads
+
+
+@dataclass(frozen=True)
+class NoteHit:
+    note_rowid: int
+    chunk_rowid: int  # the chunk that gives the snippet
+    score: float  # the arm's own score (bm25, cosine) or, after fusion, the fused one
+
+
+@dataclass(frozen=True)
+class Request:
+    query: str
+    filters: Filters
+    depth: int  # candidate chunks each arm retrieves
+
+
+@dataclass(frozen=True)
+class ArmResult:
+    name: str  # "fts" | "vector"
+    hits: list[NoteHit]  # best first, one per note
+    degraded: str | None = None  # why the arm could not answer; None when it did
+    noise: tuple[float, float] | None = None  # vector arm: (median, spread) of all cosines
+
+
+class Arm(Protocol):
+    name: str
+
+    def retrieve(self, reads: Reads, request: Request) -> ArmResult: ...
+
+
+def collapse(hits: Sequence[ChunkHit]) -> list[NoteHit]:
+    """Best chunk per note, in the order given (best first)."""
+    seen: dict[int, NoteHit] = {}
+    for h in hits:
+        if h.note_rowid not in seen:
+            seen[h.note_rowid] = NoteHit(h.note_rowid, h.chunk_rowid, h.score)
+    return list(seen.values())

@@ -1,0 +1,66 @@
+"""The vector arm: the query embedded by the model that embedded the chunks, nearest
+chunks by cosine. It steps aside (and says why) whenever it cannot answer well: no model,
+vectors not built yet or of another model, or an endpoint that is failing or slow."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+
+import numpy as np
+
+from vault_brain.embed import Embedder, embed_queries
+from vault_brain.errors import Unavailable
+from vault_brain.index.store import Reads
+from vault_brain.search.base import ArmResult, Request, collapse
+
+# A query embedding from a remote endpoint gets this long; then search answers from full
+# text (and says so) instead of waiting out the endpoint's own 30 s timeout.
+QUERY_DEADLINE_SECONDS = 2.0
+ENDPOINT_ERRORS = (Unavailable, OSError, ValueError, RuntimeError)
+
+
+class VectorArm:
+    name = "vector"
+
+    def __init__(self, embedder: Embedder | None, backoff: object) -> None:
+        self.embedder = embedder
+        self.backoff = backoff  # indexer.Backoff shared with the vector queue
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-embed")
+
+    def retrieve(self, reads: Reads, request: Request) -> ArmResult:
+        embedder = self.embedder
+        if embedder is None:
+            return self._aside("no embedding provider configured")
+        held = reads.vectors_model()
+        if held is None or held[0] != embedder.name:
+            return self._aside("vectors are not built yet")
+        if self.backoff.waiting():  # type: ignore[attr-defined]
+            # The vector queue saw the endpoint fail: no search waits on it meanwhile.
+            return self._aside("embedding endpoint unavailable; retrying in the background")
+        try:
+            vector = self._embed(embedder, request.query)
+        except FutureTimeout:
+            self.backoff.failed()  # type: ignore[attr-defined]
+            return self._aside("embedding endpoint too slow; full text only")
+        except ENDPOINT_ERRORS as exc:
+            self.backoff.failed()  # type: ignore[attr-defined]
+            return self._aside(f"embedding failed: {exc}"[:200])
+        if len(vector) != held[1]:
+            return self._aside("embedding dimension changed; vectors are being rebuilt")
+        if not np.any(vector):
+            return ArmResult(self.name, [])  # the model knows none of the query's words
+        found = reads.search_vectors(embedder.name, vector, request.filters, request.depth)
+        return ArmResult(self.name, collapse(found.hits), noise=(found.median, found.spread))
+
+    def _embed(self, embedder: Embedder, query: str) -> np.ndarray:
+        if not getattr(embedder, "remote", False):
+            return embed_queries(embedder, [query])[0]
+        future = self._pool.submit(embed_queries, embedder, [query])
+        return future.result(timeout=QUERY_DEADLINE_SECONDS)[0]
+
+    def _aside(self, reason: str) -> ArmResult:
+        return ArmResult(self.name, [], degraded=reason)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,58 @@
+"""Snippets: a short window of plain text from the chunk that matched, around the first
+query word found, so a model sees why a note was returned without reading it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+_MARKUP = [
+    (re.compile(r"```.*?```", re.S), " "),
+    (re.compile(r"!\[\[[^\]]*\]\]"), " "),
+    (re.compile(r"\[\[([^\]|#]*)(?:#[^\]|]*)?\|([^\]]*)\]\]"), r"\2"),
+    (re.compile(r"\[\[([^\]|#]*)(?:#([^\]|]*))?\]\]"), r"\1"),
+    (re.compile(r"!\[[^\]]*\]\([^)]*\)"), " "),
+    (re.compile(r"\[([^\]]*)\]\([^)]*\)"), r"\1"),
+    (re.compile(r"<!--.*?-->", re.S), " "),
+    (re.compile(r"^\s{0,3}#{1,6}\s+", re.M), ""),
+    (re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?", re.M), ""),
+    (re.compile(r"[*_`~>|]+"), " "),
+    (re.compile(r"\s+"), " "),
+]
+
+
+def plain_text(markdown: str) -> str:
+    text = markdown
+    for pattern, repl in _MARKUP:
+        text = pattern.sub(repl, text)
+    return text.strip()
+
+
+def make_snippet(text: str, terms: Sequence[str], max_chars: int = 240) -> str:
+    """A window of plain text around the first query term found (else the start)."""
+    plain = plain_text(text)
+    if len(plain) <= max_chars:
+        return plain
+    lower = plain.lower()
+    pos = -1
+    for term in terms:
+        t = term.lower()
+        for probe in (t, t[:5] if len(t) > 5 else None):
+            if probe:
+                p = lower.find(probe)
+                if p >= 0 and (pos < 0 or p < pos):
+                    pos = p
+                    break
+    start = 0 if pos < 0 else max(0, pos - max_chars // 3)
+    if start > 0:
+        space = plain.find(" ", start)
+        if 0 <= space < start + 20:
+            start = space + 1
+    end = start + max_chars - (1 if start else 0) - 1
+    snippet = plain[start:end]
+    if end < len(plain):
+        cut = snippet.rfind(" ")
+        if cut > len(snippet) * 0.7:
+            snippet = snippet[:cut]
+        snippet += "…"
+    return ("…" + snippet) if start else snippet
