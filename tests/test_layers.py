@@ -61,3 +61,76 @@ def test_only_vault_writes_files_into_the_vault():
         source = path.read_text()
         found = [w for w in writers if w in source]
         assert not found, f"{rel} writes files ({found}); only vault/ may"
+
+
+def _runtime_imports(path: Path, known: set[str]) -> set[str]:
+    """Our modules imported at run time (imports under `if TYPE_CHECKING:` are left out).
+    `from package import module` imports that module, not the package's __init__."""
+    tree = ast.parse(path.read_text())
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped |= {id(n) for child in node.body for n in ast.walk(child)}
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            subs = {f"{node.module}.{a.name}" for a in node.names} & known
+            names |= subs or {node.module}
+    return names & known
+
+
+def _module_name(path: Path) -> str:
+    parts = ["vault_brain", *path.relative_to(PKG).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in _modules("")}
+    known = set(modules)
+    return {name: _runtime_imports(path, known) - {name} for name, path in modules.items()}
+
+
+def test_the_truth_and_the_index_import_nothing_from_the_layers_above_them():
+    above = (
+        "vault_brain.service",
+        "vault_brain.server",
+        "vault_brain.indexer",
+        "vault_brain.search",
+        "vault_brain.watch",
+        "vault_brain.cli",
+    )
+    for path in _modules("vault") + _modules("index"):
+        bad = {m for m in _imports(path) if m.startswith(above)}
+        assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
+
+
+def test_vault_never_imports_the_index():
+    for path in _modules("vault"):
+        bad = {m for m in _imports(path) if m.startswith("vault_brain.index")}
+        assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
+
+
+def test_no_module_imports_its_caller():
+    graph = _graph()
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle = stack[stack.index(nxt) :] + [nxt]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from vault_brain import log
 from vault_brain.config import Settings
-from vault_brain.embed import Embedder
+from vault_brain.embed.base import Embedder
 from vault_brain.errors import Unavailable
 from vault_brain.index.db import SqliteIndex, binding_errors
 from vault_brain.index.sync import Progress, Syncer, SyncProgress, SyncReport
@@ -107,6 +107,9 @@ class Indexer:
         self._stop = threading.Event()
         self._changed = threading.Event()
         self._background_busy = False
+        # One full pass at a time in this process; small syncs (events, tool writes) may
+        # run between its transactions, so a save is indexed at once even during a long pass.
+        self._pass_lock = threading.Lock()
         self._last_sync = 0.0
         self._synced = threading.Event()  # a full stat pass has completed in this process
         self._progress_published = 0.0
@@ -208,7 +211,7 @@ class Indexer:
 
     def sync(self, *, full: bool = False, progress: Progress | None = None) -> SyncReport:
         """A full stat pass (incremental; `full` re-parses every note), under the lock."""
-        with self._holding_lock():
+        with self._pass_lock, self._holding_lock():
             report = self._syncer.sync_all(full=full, progress=self._tracking(progress))
             self._last_sync = time.monotonic()
         self._synced.set()
@@ -269,23 +272,29 @@ class Indexer:
 
     def catch_up_if_unwatched(self, *, vectors: bool = True) -> bool:
         """When no process holds the indexer lock, take it for one pass (files, then
-        vectors). Returns True when it did."""
-        if self.live or self.lock.held:
+        vectors). Returns True when it did; False at once when a pass is already running
+        here or another process indexes the vault (a read never waits for a pass)."""
+        if self.live or not self._pass_lock.acquire(blocking=False):
             return False
         try:
-            if not self.lock.try_acquire():
+            if self.lock.held:
                 return False
-        except Unavailable:
-            return False
-        try:
-            self._syncer.sync_all()
-            self._last_sync = time.monotonic()
-            self._synced.set()
-            if vectors:
-                self.embed_pending()
+            try:
+                if not self.lock.try_acquire():
+                    return False
+            except Unavailable:
+                return False
+            try:
+                self._syncer.sync_all()
+                self._last_sync = time.monotonic()
+                self._synced.set()
+                if vectors:
+                    self.embed_pending()
+            finally:
+                self.lock.release()
+            return True
         finally:
-            self.lock.release()
-        return True
+            self._pass_lock.release()
 
     @contextmanager
     def _holding_lock(self) -> Iterator[None]:

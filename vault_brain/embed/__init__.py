@@ -6,29 +6,12 @@ MCP server start does) never pulls in model2vec or opens a connection.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-import numpy as np
+from vault_brain.embed.base import Embedder, embed_queries, l2_normalise
 
 if TYPE_CHECKING:
     from vault_brain.config import EmbedSettings
-
-
-class Embedder(Protocol):
-    name: str  # identity recorded in the index, e.g. "local:minilm-static-256"
-
-    def dimension(self) -> int: ...
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Vectors of passages (chunks): float32, unit length, zero rows for empty text."""
-        ...
-
-
-def embed_queries(embedder: Embedder, texts: list[str]) -> np.ndarray:
-    """Vectors of search queries. Models trained with a query/passage asymmetry (e5's
-    "query: " prefix) give their `embed_queries`; symmetric ones embed queries as text."""
-    method = getattr(embedder, "embed_queries", None)
-    return method(texts) if callable(method) else embedder.embed(texts)
 
 
 def make_embedder(settings: EmbedSettings) -> Embedder | None:
@@ -49,14 +32,4 @@ def make_embedder(settings: EmbedSettings) -> Embedder | None:
     raise InvalidInput(f"unknown embedding provider {provider!r}")
 
 
-def l2_normalise(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length in float32; all-zero rows (empty text) stay zero, never NaN."""
-    # float64 while scaling, so huge but finite components do not overflow to inf.
-    out = np.array(vectors, dtype=np.float64)  # a copy: the caller's array is never changed
-    if out.ndim != 2:
-        raise ValueError(f"expected a 2-D array of vectors, got shape {out.shape}")
-    peak = np.abs(out).max(axis=1, keepdims=True) if out.size else np.ones((len(out), 1))
-    np.divide(out, peak, out=out, where=peak > 0)
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    np.divide(out, norms, out=out, where=norms > 0)
-    return out.astype(np.float32)
+__all__ = ["Embedder", "embed_queries", "l2_normalise", "make_embedder"]

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from vault_brain.config import EmbedSettings
-from vault_brain.embed import l2_normalise
+from vault_brain.embed.base import l2_normalise
 from vault_brain.errors import Unavailable
 from vault_brain.log import event
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from vault_brain.config import EmbedSettings
-from vault_brain.embed import l2_normalise
+from vault_brain.embed.base import l2_normalise
 from vault_brain.endpoint import JsonEndpoint, api_key_from_env, endpoint_url
 from vault_brain.errors import ConfigError, Unavailable
 

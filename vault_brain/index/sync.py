@@ -5,26 +5,22 @@ go, so backlinks are one indexed lookup."""
 
 from __future__ import annotations
 
-import hashlib
 import os
-import posixpath
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from stat import S_ISREG as stat_is_file
 
 from vault_brain import log
 from vault_brain.config import Settings
 from vault_brain.errors import NotFound, Unavailable
-from vault_brain.index.chunking import chunk_note
 from vault_brain.index.db import SqliteIndex
-from vault_brain.index.records import ChunkRow, LinkRow, NoteRow, StoredStat
+from vault_brain.index.prepare import Prepared, iso_utc, prepare
+from vault_brain.index.records import StoredStat
 from vault_brain.index.store import Writes, link_keys
-from vault_brain.index.text import fts_text
 from vault_brain.index.workers import ParsePool, WorkerError
-from vault_brain.vault.note import Note, UnreadableNote, derived_id, parse_note
+from vault_brain.vault.note import Note, derived_id
 from vault_brain.vault.scan import FileStat, is_ignored, scan_vault
 
 PARALLEL_MIN = 400  # files to parse before worker processes pay for their start-up
@@ -47,71 +43,6 @@ class SyncReport:
     @property
     def changed(self) -> int:
         return self.added + self.updated + self.removed
-
-
-def text_hash(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
-
-
-def iso_utc(ns: int) -> str:
-    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _strip_title(heading_path: str, title: str) -> str:
-    prefix = title + " > "
-    if heading_path.startswith(prefix):
-        return heading_path[len(prefix) :]
-    return "" if heading_path == title else heading_path
-
-
-def build_rows(
-    note: Note, stat: FileStat, settings: Settings, summarize: bool
-) -> tuple[NoteRow, list[ChunkRow], list[LinkRow]]:
-    """Turn a parsed note into the rows the index stores for it."""
-    folder = posixpath.dirname(note.path)
-    stem = posixpath.basename(note.path)
-    stem = stem[:-3] if stem.lower().endswith(".md") else stem
-    row = NoteRow(
-        path=note.path,
-        id=note.id,
-        claimed_id=note.id,
-        title=note.title,
-        summary=note.summary,
-        lead=note.lead,
-        created=note.created,
-        updated=note.updated,
-        sort_time=note.updated or iso_utc(stat.mtime_ns),
-        folder=folder,
-        stem_key=stem.lower(),
-        path_key=(note.path[:-3] if note.path.lower().endswith(".md") else note.path).lower(),
-        aliases=tuple(note.aliases),
-        mtime_ns=stat.mtime_ns,
-        size=stat.size,
-        content_hash=note.content_hash,
-        body_hash=text_hash(note.body.strip()),
-        version=note.version,
-        summary_pending=summarize and not note.summary,
-    )
-    c = settings.chunk
-    title_text = fts_text(" ".join([note.title, *note.aliases]))
-    tag_text = " ".join(note.tags)
-    chunks = []
-    for ch in chunk_note(note.title, note.body, c.max_tokens, c.overlap, c.min_tokens):
-        headings = _strip_title(ch.heading_path, note.title)
-        chunks.append(
-            ChunkRow(
-                ordinal=ch.ordinal,
-                heading_path=ch.heading_path,
-                text=ch.text,
-                text_hash=text_hash(f"{ch.heading_path}\n\n{ch.text}"),
-                tokens=ch.tokens,
-                fts_title=title_text,
-                fts_headings=fts_text(f"{headings} {tag_text}".strip()),
-                fts_body=fts_text(ch.text),
-            )
-        )
-    links = [LinkRow(ln.target, ln.heading, ln.alias, ln.embed) for ln in note.links]
-    return row, chunks, links
 
 
 @dataclass(frozen=True)
@@ -393,37 +324,6 @@ def _batches(items: Iterator[Prepared]) -> Iterator[list[Prepared]]:
             started = time.monotonic()
     if batch:
         yield batch
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """One file, read and parsed, ready to store (or the reason it is not)."""
-
-    stat: FileStat
-    # "index" | "same" (bytes unchanged) | "gone" | "unreadable" (I/O) | "invalid" (not UTF-8)
-    kind: str
-    note: Note | None = None
-    rows: tuple[NoteRow, list[ChunkRow], list[LinkRow]] | None = None
-    reason: str = ""
-
-
-def prepare(
-    root: Path, stat: FileStat, known_hash: str | None, settings: Settings, summarize: bool
-) -> Prepared:
-    """Everything about one file that needs no database: pure, so it can run anywhere."""
-    try:
-        raw = (root / stat.path).read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
-        return Prepared(stat, "gone")  # vanished between the stat and the read
-    except OSError as exc:
-        return Prepared(stat, "unreadable", reason=exc.__class__.__name__)
-    if known_hash is not None and hashlib.blake2b(raw, digest_size=16).hexdigest() == known_hash:
-        return Prepared(stat, "same")
-    try:
-        note = parse_note(stat.path, raw)
-    except UnreadableNote as exc:
-        return Prepared(stat, "invalid", reason=str(exc))
-    return Prepared(stat, "index", note, build_rows(note, stat, settings, summarize))
 
 
 def _prefixed(f: FileStat, prefix: str) -> FileStat:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vault_brain.embed import Embedder
+from vault_brain.embed.base import Embedder
 from vault_brain.index.db import SqliteIndex
 
 

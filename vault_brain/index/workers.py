@@ -45,7 +45,7 @@ class WorkerError(RuntimeError):
 
 
 class ParsePool:
-    """Ordered `map` of `index.sync.prepare` over jobs, in worker processes."""
+    """Ordered `map` of `index.prepare.prepare` over jobs, in worker processes."""
 
     def __init__(self, context: tuple[Any, ...], workers: int) -> None:
         self._context = context
@@ -108,7 +108,7 @@ class ParsePool:
 def _serve() -> None:
     """The worker's loop: the first message is (settings, summarize), then lists of jobs."""
     from vault_brain import log
-    from vault_brain.index.sync import prepare
+    from vault_brain.index.prepare import prepare
 
     log.set_quiet(True)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer

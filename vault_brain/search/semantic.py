@@ -9,7 +9,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 import numpy as np
 
-from vault_brain.embed import Embedder, embed_queries
+from vault_brain.embed.base import Embedder, embed_queries
 from vault_brain.errors import Unavailable
 from vault_brain.index.store import Reads
 from vault_brain.search.base import ArmResult, Request, collapse

@@ -1,0 +1,322 @@
+"""The seams of issue 9, each defect found there reproduced: bounded readers that never wait
+for the writer, one vector snapshot per search, vectors of a saved note within seconds,
+backlinks as one indexed lookup, one rule for who writes the index, and parse workers
+that a script without a __main__ guard can use."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from watch_proc import WatchProcess
+
+from tests.conftest import shared_path
+from vault_brain.config import load_settings
+from vault_brain.service import Brain
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def settings_for(vault: Path, **sections: dict):
+    sections.setdefault("embed", {"provider": "none"})
+    return load_settings(vault=str(vault), env={}, overrides=sections)
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def fill(vault: Path, count: int, words: str = "shared okapi words") -> None:
+    for n in range(count):
+        folder = vault / f"Folder {n % 10}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"Note {n}.md").write_text(
+            f"# Note {n}\n\n{words} number {n}.\n\n" + "filler text " * 80, encoding="utf-8"
+        )
+
+
+# --- 1, 2: readers ---------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to count fds")
+def test_ten_thousand_searches_from_changing_threads_keep_connections_bounded(vault):
+    fill(vault.root, 30)
+    with Brain(settings_for(vault.root)) as brain:
+        brain.sync()
+        brain.search("okapi", mode="fts")
+        before = open_fds()
+        errors: list[BaseException] = []
+
+        def burst() -> None:
+            try:
+                for _ in range(20):
+                    assert brain.search("okapi number", mode="fts").hits
+            except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+                errors.append(exc)
+
+        for _ in range(50):  # 50 bursts of 10 fresh threads x 20 searches = 10,000
+            threads = [threading.Thread(target=burst) for _ in range(10)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        assert errors == []
+        assert brain.index.readers_opened <= 4
+        assert open_fds() - before <= 12  # a few more pooled connections at most, not 500
+
+
+def test_a_search_on_a_fresh_thread_never_waits_for_a_long_sync(vault):
+    fill(vault.root, 1500)
+    with Brain(settings_for(vault.root)) as brain:
+        (vault.root / "First.md").write_text("# First\n\nokapi\n", encoding="utf-8")
+        brain.sync_paths(["First.md"])
+        syncing = threading.Thread(target=brain.sync)
+        syncing.start()
+        waits: list[float] = []
+        try:
+            while syncing.is_alive() and len(waits) < 20:
+                box: list[float] = []
+
+                def timed() -> None:
+                    started = time.perf_counter()
+                    brain.search("okapi", mode="fts")
+                    box.append(time.perf_counter() - started)
+
+                fresh = threading.Thread(target=timed)  # a thread that never read before
+                fresh.start()
+                fresh.join()
+                waits.extend(box)
+                time.sleep(0.05)
+        finally:
+            syncing.join()
+        assert waits, "the sync finished before any search ran"
+        assert max(waits) < 1.0, f"a search waited {max(waits):.2f} s for the sync"
+
+
+# --- 3: one vector snapshot per search ---------------------------------------------------------
+
+
+def test_vector_searches_during_constant_vector_writes_never_fail(vault):
+    model = str(shared_path("models", "minilm-static-256"))
+    fill(vault.root, 40, words="glaze kiln pottery firing")
+    settings = settings_for(vault.root, embed={"provider": "local", "model": model})
+    with Brain(settings) as brain:
+        brain.sync()
+        brain.embed_pending()
+        stop = threading.Event()
+        errors: list[BaseException] = []
+        searches = 0
+
+        def search() -> None:
+            nonlocal searches
+            while not stop.is_set():
+                try:
+                    brain.search("firing pottery in a kiln", mode="vector")
+                    searches += 1
+                except BaseException as exc:  # noqa: BLE001
+                    errors.append(exc)
+
+        readers = [threading.Thread(target=search) for _ in range(3)]
+        for t in readers:
+            t.start()
+        try:
+            for round_ in range(60):  # every round changes the vector table (a new epoch)
+                path = vault.root / f"Folder {round_ % 10}" / f"Note {round_ % 40}.md"
+                path.write_text(f"# Note\n\nglaze round {round_}\n", encoding="utf-8")
+                brain.sync_paths([path.relative_to(vault.root).as_posix()])
+                brain.embed_pending()
+        finally:
+            stop.set()
+            for t in readers:
+                t.join()
+        assert errors == []
+        assert searches > 60
+
+
+# --- 5: vectors of a saved note --------------------------------------------------------------
+
+
+def test_a_saved_note_has_its_vectors_within_seconds(vault):
+    model = str(shared_path("models", "minilm-static-256"))
+    (vault.root / "Old.md").write_text("# Old\n\nsomething else entirely\n", encoding="utf-8")
+    settings = settings_for(vault.root, embed={"provider": "local", "model": model})
+    with Brain(settings) as brain, brain.indexer as indexer:
+        assert indexer.wait_idle(30)
+        saved = brain.save("Kiln log", "Bisque firing at cone 04, then the glaze firing.")
+        deadline = time.monotonic() + 3.0
+        while brain.status().pending_vectors:
+            assert time.monotonic() < deadline, "the saved note had no vectors after 3 s"
+            time.sleep(0.05)
+        hits = brain.search("bisque firing cone", mode="vector").hits
+        assert hits[0].id == saved.id
+
+
+# --- 6: backlinks -------------------------------------------------------------------------
+
+
+def test_backlinks_of_a_note_with_a_thousand_linkers_are_one_quick_lookup(vault):
+    (vault.root / "Hub.md").write_text("# Hub\n\nthe centre\n", encoding="utf-8")
+    for n in range(1000):
+        (vault.root / f"Spoke {n}.md").write_text(f"# Spoke {n}\n\nsee [[Hub]]\n", "utf-8")
+    with Brain(settings_for(vault.root)) as brain:
+        brain.sync()
+        times = []
+        for _ in range(7):
+            started = time.perf_counter()
+            view = brain.get("Hub.md")
+            times.append(time.perf_counter() - started)
+        assert len(view.backlinks) == 1000
+        assert statistics.median(times) < 0.020, f"median {statistics.median(times):.3f} s"
+
+
+def test_links_follow_renames_new_shorter_paths_and_aliases(vault):
+    (vault.root / "Deep/Er").mkdir(parents=True)
+    (vault.root / "Deep/Er/Target.md").write_text("# Target\n", encoding="utf-8")
+    (vault.root / "Source.md").write_text("[[Target]] and [[Nick]]\n", encoding="utf-8")
+    with Brain(settings_for(vault.root)) as brain:
+        brain.sync()
+        links = {r.title: r.path for r in brain.get("Source.md").links_out}
+        assert links == {"Target": "Deep/Er/Target.md", "Nick": None}
+        # A shorter path with the same name wins, as in Obsidian.
+        (vault.root / "Target.md").write_text("# Top target\n", encoding="utf-8")
+        brain.sync_paths(["Target.md"])
+        assert brain.get("Source.md").links_out[0].path == "Target.md"
+        assert [b.path for b in brain.get("Target.md").backlinks] == ["Source.md"]
+        assert brain.get("Deep/Er/Target.md").backlinks == []
+        # An alias added elsewhere resolves the dangling link; removing the note frees it.
+        (vault.root / "Other.md").write_text("---\naliases: [Nick]\n---\n# Other\n", "utf-8")
+        brain.sync_paths(["Other.md"])
+        assert brain.get("Source.md").links_out[1].path == "Other.md"
+        (vault.root / "Other.md").unlink()
+        (vault.root / "Target.md").unlink()
+        brain.sync()
+        links = {r.title: r.path for r in brain.get("Source.md").links_out}
+        assert links == {"Target": "Deep/Er/Target.md", "Nick": None}
+
+
+# --- 7: who writes the index ----------------------------------------------------------------
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_BRAIN_")}
+    full_env.update({"VAULT_BRAIN_EMBED_PROVIDER": "none", **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "vault_brain", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=120,
+    )
+
+
+def test_index_defers_to_a_running_watcher_and_full_refuses(vault):
+    fill(vault.root, 5)
+    watcher = WatchProcess(vault.root)
+    try:
+        watcher.wait_for("watch_reconcile")
+        plain = run_cli("index", "--vault", str(vault.root))
+        assert plain.returncode == 0, plain.stderr
+        assert "keeps this index in step" in plain.stdout
+        full = run_cli("index", "--full", "--vault", str(vault.root))
+        assert full.returncode == 1
+        assert "another vault-brain process" in full.stderr
+    finally:
+        watcher.close()
+    after = run_cli("index", "--full", "--vault", str(vault.root))
+    assert after.returncode == 0, after.stderr
+
+
+def test_a_save_in_a_reader_process_is_findable_at_once(vault):
+    fill(vault.root, 3)
+    watcher = WatchProcess(vault.root)
+    try:
+        watcher.wait_for("watch_reconcile")
+        with Brain(settings_for(vault.root)) as reader:
+            assert not reader.status().indexer and reader.status().watched
+            saved = reader.save("Quokka census", "Seven quokkas on the ridge.")
+            hits = reader.search("quokkas ridge", mode="fts").hits
+            assert hits and hits[0].id == saved.id
+    finally:
+        watcher.close()
+
+
+# --- workers --------------------------------------------------------------------------------
+
+SCRIPT_WITHOUT_GUARD = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from vault_brain.config import load_settings
+    from vault_brain.service import Brain
+
+    vault, marker = Path(sys.argv[1]), Path(sys.argv[2])
+    with marker.open("a") as fh:
+        fh.write("ran\\n")
+    settings = load_settings(vault=str(vault), env={}, overrides={"embed": {"provider": "none"}})
+    with Brain(settings) as brain:
+        report = brain.sync()
+    print(report.added)
+    """
+)
+
+
+def test_a_script_without_a_main_guard_can_sync_a_big_vault(vault, tmp_path):
+    fill(vault.root, 450)  # more than PARALLEL_MIN: worker processes parse
+    script = tmp_path / "no_guard.py"
+    script.write_text(SCRIPT_WITHOUT_GUARD, encoding="utf-8")
+    marker = tmp_path / "ran.txt"
+    done = subprocess.run(
+        [sys.executable, str(script), str(vault.root), str(marker)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "450"
+    assert marker.read_text().splitlines() == ["ran"]  # no worker ran the script again
+
+
+def _workers() -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"vault_brain.index.workers" in cmdline:
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find processes")
+def test_parse_workers_exit_when_their_indexer_is_killed_during_start_up(vault, tmp_path):
+    fill(vault.root, 450)
+    before = set(_workers())
+    leaked: set[int] = set()
+    for delay in (0.3, 0.8, 1.5):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "vault_brain", "index", "--vault", str(vault.root)],
+            env={**os.environ, "VAULT_BRAIN_EMBED_PROVIDER": "none"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(delay)
+        proc.kill()  # SIGKILL to the indexer alone: its workers must notice by themselves
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while (alive := set(_workers()) - before) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        leaked |= alive
+        for index in vault.root.glob(".vault-brain/index.db*"):
+            index.unlink()
+    assert leaked == set()
