@@ -172,7 +172,6 @@ def index(
         "pending_vectors": status.pending_vectors,
         "last_error": status.last_error,
     }
-    result.pop("changed_paths", None)
     if json_out:
         _dump(result)
         return

@@ -22,8 +22,8 @@ from vault_brain.contract import MODES, SUMMARY_MAX, TITLE_MAX
 from vault_brain.embed import Embedder, make_embedder
 from vault_brain.errors import Forbidden, InvalidInput, NotFound, Unavailable
 from vault_brain.index.db import SqliteIndex
-from vault_brain.index.records import Filters, NoteInfo
 from vault_brain.index.prepare import text_hash
+from vault_brain.index.records import Filters, NoteInfo
 from vault_brain.index.sync import Progress, SyncReport
 from vault_brain.indexer import Indexer
 from vault_brain.records import (

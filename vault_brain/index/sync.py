@@ -38,7 +38,6 @@ class SyncReport:
     unchanged: int = 0
     skipped: int = 0
     ms: float = 0.0
-    changed_paths: list[str] = field(default_factory=list)  # added, updated or removed
 
     @property
     def changed(self) -> int:
@@ -174,7 +173,6 @@ class Syncer:
                 for path in gone:
                     self._delete(w, path, indexed[path].rowid, batch)
                     report.removed += 1
-                    report.changed_paths.append(path)
                 w.resolve_links(batch.keys, batch.rowids)
         done = chunks = 0
         for prepared in _batches(self._prepare_all(jobs)):
@@ -258,7 +256,6 @@ class Syncer:
                 report.added += 1
             else:
                 report.updated += 1
-            report.changed_paths.append(stat.path)
             return len(chunks)
         return 0
 
