@@ -358,9 +358,9 @@ class Indexer:
 
     def _tracking(self, progress: Progress | None) -> Progress:
         def track(p: SyncProgress) -> None:
-            if p.phase == "parse" and p.total >= PROGRESS_MIN_FILES:
-                now = time.monotonic()
-                if p.done < p.total and now - self._progress_published >= PROGRESS_EVERY_SECONDS:
+            if p.phase == "parse" and p.total >= PROGRESS_MIN_FILES and p.done < p.total:
+                due = time.monotonic() - self._progress_published >= PROGRESS_EVERY_SECONDS
+                if p.done == 0 or due:
                     self._publish_progress(Indexing(p.done, p.total))
             if progress is not None:
                 progress(p)

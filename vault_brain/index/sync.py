@@ -175,6 +175,8 @@ class Syncer:
                     report.removed += 1
                 w.resolve_links(batch.keys, batch.rowids)
         done = chunks = 0
+        if progress is not None and jobs:
+            progress(SyncProgress("parse", 0, len(jobs)))
         for prepared in _batches(self._prepare_all(jobs)):
             with self.index.transaction() as w:
                 batch = _Touched()

@@ -35,8 +35,9 @@ if TYPE_CHECKING:
     from vault_brain.service import Brain
 
 OPEN_WAIT_SECONDS = 30.0
-# A tool call on a brand-new (empty) index waits this long for the first pass over the vault.
-FIRST_INDEX_WAIT_SECONDS = 20.0
+# The first tool call waits at most this long for the first pass over a never-indexed vault;
+# after that, answers come from what is indexed and say `indexing: {done, total}`.
+FIRST_INDEX_WAIT_SECONDS = 3.0
 
 
 def _default_factory(settings: Settings) -> Brain:

@@ -161,6 +161,11 @@ def build_app(settings: Settings, handle: BrainHandle) -> ASGIApp:
                 "summary_model": st.summary_model,
                 "last_error": st.last_error,
                 "indexer": st.indexer,
+                "indexing": (
+                    {"done": st.indexing.done, "total": st.indexing.total}
+                    if st.indexing
+                    else None
+                ),
             }
         )
 

@@ -123,7 +123,11 @@ def _search(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
         }
         for h in found.hits
     ]
-    return {"results": results, "degraded": bool(found.degraded)}, len(results)
+    reply: dict[str, Any] = {"results": results, "degraded": bool(found.degraded)}
+    if found.indexing is not None:
+        # The first pass over the vault is still running: these answers may be incomplete.
+        reply["indexing"] = {"done": found.indexing.done, "total": found.indexing.total}
+    return reply, len(results)
 
 
 def _list(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:

@@ -1,0 +1,45 @@
+"""The first minutes of a never-indexed vault over stdio: answers come at once, from what is
+indexed so far, and say so (`indexing: {done, total}`) until the first pass is complete."""
+
+from __future__ import annotations
+
+import time
+
+from tests.server.harness import stdio_client_for
+
+
+def big_vault(root, count: int = 12000):
+    for n in range(count):
+        folder = root / f"Area {n % 25}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"Note {n}.md").write_text(
+            f"# Note {n}\n\nlambda capture by reference, example {n}.\n\n" + "text " * 300,
+            encoding="utf-8",
+        )
+    return root
+
+
+def test_search_during_the_first_pass_answers_quickly_and_says_it_is_partial(tmp_path):
+    vault = big_vault(tmp_path / "vault")
+    client = stdio_client_for(vault, tmp_path)
+    try:
+        replies = []
+        latencies = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            started = time.monotonic()
+            reply = client.ok("memory_search", {"query": "lambda capture by reference"})
+            latencies.append(time.monotonic() - started)
+            replies.append(reply)
+            if "indexing" not in reply:
+                break
+            time.sleep(0.2)
+        assert "indexing" not in replies[-1], "the first pass never finished"
+        partial = [r for r in replies if "indexing" in r]
+        assert partial, "the first pass finished before any search saw it running"
+        for r in partial:
+            assert 0 <= r["indexing"]["done"] < r["indexing"]["total"] == 12000
+        assert max(latencies) < 8.0, f"a search took {max(latencies):.1f} s"
+        assert replies[-1]["results"]
+    finally:
+        client.close()
