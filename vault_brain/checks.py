@@ -3,7 +3,9 @@ cleaning, the same refusal of credentials, so a value is judged the same way eve
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 
 from vault_brain.contract import TAG_MAX, TAGS_MAX
 from vault_brain.errors import InvalidInput
@@ -47,3 +49,38 @@ def check_text(field: str, value: str | None, cap: int, *, reject_secrets: bool)
             raise InvalidInput(
                 f"{field} looks like it holds a credential ({kind}); notes must not store secrets"
             )
+
+
+_RELATIVE = re.compile(r"^\s*(\d{1,5})\s*([hdwmy])\s*$", re.IGNORECASE)
+_UNITS = {"h": 3600, "d": 86400, "w": 7 * 86400, "m": 30 * 86400, "y": 365 * 86400}
+
+
+def parse_when(
+    field: str, value: str | None, *, end_of_day: bool = False, now: datetime | None = None
+) -> str | None:
+    """An ISO date or time ("2026-11-30", "2026-11-30T14:00:00Z") or a span back from now
+    ("24h", "7d", "2w", "3m", "1y") as the ISO 8601 UTC text the index sorts by. A bare
+    date as an upper bound means the end of that day."""
+    if value is None or not str(value).strip():
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be text such as 2026-11-30 or 7d")
+    now = now or datetime.now(UTC)
+    relative = _RELATIVE.match(value)
+    if relative:
+        seconds = int(relative.group(1)) * _UNITS[relative.group(2).lower()]
+        moment = now - timedelta(seconds=seconds)
+    else:
+        text = value.strip().replace("Z", "+00:00").replace("z", "+00:00")
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError as exc:
+            raise InvalidInput(
+                f"{field}: {value[:40]!r} is not a date (2026-11-30, 2026-11-30T14:00Z) "
+                "or a span back from now (24h, 7d, 2w, 3m, 1y)"
+            ) from exc
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        if end_of_day and len(value.strip()) == 10:
+            moment += timedelta(days=1, seconds=-1)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

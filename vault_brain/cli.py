@@ -206,13 +206,22 @@ def search(
     query: Annotated[str, typer.Argument(help="What to look for, in plain words.")],
     vault: VaultOpt = None,
     config: ConfigOpt = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=100)] = 8,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", "-n", min=1, max=100, help="Results (default: search.limit)."),
+    ] = None,
     mode: Annotated[str | None, typer.Option(help="hybrid | fts | vector")] = None,
     tag: Annotated[
         list[str] | None,
         typer.Option("--tag", help="Only notes with this tag (repeat for several)."),
     ] = None,
     folder: Annotated[str | None, typer.Option(help="Only notes in this folder.")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Only notes updated since: 2026-11-30, 7d, 24h.")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(help="Only notes updated until: a date or 7d.")
+    ] = None,
     explain: Annotated[
         bool, typer.Option("--explain", help="Show each arm's rank and score per hit.")
     ] = False,
@@ -226,7 +235,14 @@ def search(
     with _brain(settings) as brain:
         brain.refresh_if_unwatched()
         result = brain.search(
-            query, limit=limit, mode=mode, tags=tag or (), folder=folder, explain=explain
+            query,
+            limit=limit,
+            mode=mode,
+            tags=tag or (),
+            folder=folder,
+            since=since,
+            until=until,
+            explain=explain,
         )
     if json_out:
         hits = [dataclasses.asdict(h) for h in result.hits]

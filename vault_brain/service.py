@@ -9,6 +9,7 @@ index/ (the sidecar), indexer.py (the only write path into it), search/ (the pip
 from __future__ import annotations
 
 import base64
+import difflib
 import json
 import secrets as _random
 from collections.abc import Callable, Iterable, Sequence
@@ -16,7 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from vault_brain import log
-from vault_brain.checks import check_text, clean_tags
+from vault_brain.checks import check_text, clean_tags, parse_when
 from vault_brain.config import Settings
 from vault_brain.contract import MODES, SUMMARY_MAX, TITLE_MAX
 from vault_brain.embed import Embedder, make_embedder
@@ -129,7 +130,7 @@ class Brain:
             raise InvalidInput("query is empty")
         limit = limit or s.limit
         self.indexer.refresh_for_read()
-        filters = Filters(tuple(clean_tags(tags) or ()), folder or None, since, until)
+        filters = self._filters(tags, folder, since, until)
         found = self.pipeline.run(query, mode=mode, limit=limit, filters=filters, explain=explain)
         return SearchResult(
             found.hits, mode, found.degraded, found.reason, indexing=self.indexer.indexing()
@@ -138,18 +139,71 @@ class Brain:
     # -- reading -----------------------------------------------------------------------
 
     def _find(self, ref: str) -> NoteInfo:
+        """The note a model means: a vault path (with or without .md) first, whatever ids
+        notes claim; then an id (or the id a moved note had); then a title or an alias
+        (any case); then a file name anywhere in the vault."""
         ref = (ref or "").strip()
         if not ref:
             raise InvalidInput("id is empty")
         path = ref.lstrip("/")
+        stem = path[:-3] if path.lower().endswith(".md") else path
         with self.index.read() as r:
-            # A reference that names a vault path is that path, whatever ids notes claim.
-            info = r.note_by_path(path) or r.note_by_id(ref)
+            info = r.note_by_path(path)
             if info is None and not path.lower().endswith(".md"):
                 info = r.note_by_path(path + ".md")
-        if info is None:
-            raise NotFound(f"no note with id or path {ref!r}")
-        return info
+            info = info or r.note_by_id(ref)
+            moved, hops = ref, 0
+            while info is None and hops < 5 and (moved := r.redirect(moved) or "") != "":
+                info, hops = r.note_by_id(moved), hops + 1
+            info = info or r.note_by_title(ref) or r.note_by_alias(ref)
+            if info is None and "/" not in stem:
+                info = r.note_by_stem(stem)
+            if info is not None:
+                return info
+            names = r.names()
+            close = difflib.get_close_matches(ref.lower(), [n.lower() for n, _ in names], 3, 0.6)
+            rowids = list(dict.fromkeys(rowid for n, rowid in names if n.lower() in close))
+            infos = r.notes_by_rowids(rowids[:3])
+        suggestions = [
+            {"id": i.id, "title": i.title, "path": i.path}
+            for i in (infos[rowid] for rowid in rowids[:3] if rowid in infos)
+        ]
+        hint = "; ".join(f"{s['title']!r} (id {s['id']})" for s in suggestions)
+        raise NotFound(
+            f"no note with id, path, title or alias {ref!r}"
+            + (f"; did you mean {hint}" if hint else "")
+            + "; memory_search finds notes by their content",
+            suggestions=suggestions,
+        )
+
+    def _filters(
+        self,
+        tags: Sequence[str] | None,
+        folder: str | None,
+        since: str | None,
+        until: str | None,
+    ) -> Filters:
+        """Filters from a caller's values; a folder that holds no note is NOT_FOUND (with
+        the closest folder names) rather than a silent empty answer."""
+        folder = (folder or "").strip().strip("/") or None
+        if folder is not None:
+            with self.index.read() as r:
+                exists = r.folder_exists(folder)
+                known = [] if exists else r.folders()
+            if not exists:
+                close = difflib.get_close_matches(folder.lower(), [k.lower() for k in known], 3)
+                names = [k for k in known if k.lower() in close]
+                raise NotFound(
+                    f"no folder {folder!r} in the vault"
+                    + (f"; closest: {', '.join(names)}" if names else ""),
+                    folders=names,
+                )
+        return Filters(
+            tuple(clean_tags(tags) or ()),
+            folder,
+            parse_when("since", since),
+            parse_when("until", until, end_of_day=True),
+        )
 
     def get(self, ref: str, *, max_chars: int | None = None) -> NoteView:
         self.indexer.refresh_for_read()
@@ -200,12 +254,15 @@ class Brain:
         self,
         *,
         folder: str | None = None,
-        tag: str | None = None,
+        tags: Sequence[str] = (),
+        since: str | None = None,
+        until: str | None = None,
         limit: int = 20,
         cursor: str | None = None,
     ) -> NotePage:
+        """Notes newest first (by `updated`, else the file's mtime), a page at a time."""
         self.indexer.refresh_for_read()
-        filters = Filters(tuple(clean_tags([tag] if tag else []) or ()), folder or None)
+        filters = self._filters(tags, folder, since, until)
         after = _decode_cursor(cursor) if cursor else None
         with self.index.read() as r:
             rows = r.list_notes(filters, limit + 1, after)

@@ -60,6 +60,7 @@ def test_health_answers_without_a_token(http_server):
         "summary_model",
         "indexer",
         "last_error",
+        "indexing",
     }
     assert body["status"] == "ok" and body["notes"] >= 4
 

@@ -307,3 +307,59 @@ def test_unknown_argument_is_invalid_input(mcp):
 
 def test_vault_path_fixture_is_the_served_vault(mcp):
     assert Path(mcp.vault, "Inbox.md").is_file()
+
+
+# ---- lookups a model will try (issue 10) ----
+
+
+def test_get_by_title_alias_and_file_name_in_any_case(mcp):
+    assert mcp.ok("memory_get", {"id": "release checklist"})["id"] == "rel00001"
+    assert mcp.ok("memory_get", {"id": "DEPLOY GUIDE"})["id"] == "dep00001"
+    assert mcp.ok("memory_get", {"id": "Alpha"})["path"] == "Projects/Alpha.md"
+    assert mcp.ok("memory_get", {"id": "Alpha.md"})["path"] == "Projects/Alpha.md"
+
+
+def test_get_of_nothing_suggests_close_titles_and_memory_search(mcp):
+    reply = mcp.call("memory_get", {"id": "Releese checklst"})
+    assert reply.is_error and reply.data["code"] == "NOT_FOUND"
+    assert reply.data["suggestions"][0]["id"] == "rel00001"
+    assert "memory_search" in reply.data["message"]
+
+
+def test_search_and_list_in_a_folder_that_does_not_exist_say_so(mcp):
+    for tool, args in (("memory_search", {"query": "release"}), ("memory_list", {})):
+        reply = mcp.call(tool, {**args, "folder": "Projekts"})
+        assert reply.is_error and reply.data["code"] == "NOT_FOUND"
+        assert reply.data["folders"] == ["Projects"]
+
+
+def test_folder_filter_is_case_insensitive(mcp):
+    data = mcp.ok("memory_search", {"query": "release", "folder": "projects"})
+    assert [h["path"] for h in data["results"]] == ["Projects/Alpha.md"]
+
+
+def test_list_and_search_take_the_same_tags_argument(mcp):
+    tag = unique("tag")
+    saved = save(mcp, "kelp forest survey", tags=[tag, "marine"])
+    listed = mcp.ok("memory_list", {"tags": [tag]})["notes"]
+    found = mcp.ok("memory_search", {"query": "kelp", "tags": [tag, "marine"]})["results"]
+    assert [n["id"] for n in listed] == [saved["id"]] == [h["id"] for h in found]
+    assert mcp.ok("memory_list", {"tags": [tag, "no-such-tag"]})["notes"] == []  # AND
+
+
+def test_since_and_until_take_dates_and_spans(mcp):
+    word = unique("zephyr")
+    saved = save(mcp, f"{word} weather log")
+    recent = mcp.ok("memory_search", {"query": word, "since": "1d"})["results"]
+    assert [h["id"] for h in recent] == [saved["id"]]
+    assert mcp.ok("memory_search", {"query": word, "until": "2000-01-01"})["results"] == []
+    listed = mcp.ok("memory_list", {"since": "24h", "limit": 100})["notes"]
+    assert saved["id"] in [n["id"] for n in listed]
+    bad = mcp.call("memory_list", {"since": "last tuesday"})
+    assert bad.is_error and bad.data["code"] == "INVALID_INPUT"
+
+
+def test_every_tool_argument_has_a_description(mcp):
+    for tool in mcp.list_tools().tools:
+        for name, schema in tool.input_schema["properties"].items():
+            assert schema.get("description"), f"{tool.name}.{name} has no description"

@@ -199,3 +199,17 @@ def test_first_search_on_a_never_indexed_vault_waits_for_the_first_pass(tmp_path
         assert found["results"] and found["results"][0]["path"] == "Heron.md"
     finally:
         client.close()
+
+
+def test_search_limit_setting_applies_to_memory_search(tmp_path):
+    vault = write_vault(tmp_path / "vault")
+    for n in range(6):
+        (vault / f"Lighthouse {n}.md").write_text(f"# Lighthouse {n}\n\nkeeper log {n}\n")
+    client = stdio_client_for(vault, tmp_path, env={"VAULT_BRAIN_SEARCH_LIMIT": "3"})
+    try:
+        client.wait_indexed()
+        assert len(client.ok("memory_search", {"query": "lighthouse keeper"})["results"]) == 3
+        five = client.ok("memory_search", {"query": "lighthouse keeper", "limit": 5})
+        assert len(five["results"]) == 5
+    finally:
+        client.close()

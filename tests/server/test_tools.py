@@ -29,10 +29,11 @@ def settings(tmp_path) -> Settings:
 
 
 def wire_tools_list(settings: Settings) -> str:
-    """The tools/list reply exactly as a client receives it (a JSON-RPC response line)."""
+    """The tools/list reply as a client receives it: one compact JSON-RPC line (the SDK's
+    transports send `model_dump_json`, which has no spaces)."""
     result = ListToolsResult(tools=[t.tool() for t in tools.visible_tools(settings)])
     body = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return json.dumps({"jsonrpc": "2.0", "id": 1, "result": body})
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "result": body}, separators=(",", ":"))
 
 
 def test_six_tools_with_the_agreed_names(settings):
@@ -56,9 +57,9 @@ def test_read_tools_are_annotated_read_only_and_delete_destructive(settings):
     assert hints["memory_save"].destructive_hint is False
 
 
-def test_search_limit_defaults_to_8():
+def test_search_without_a_limit_leaves_it_to_the_search_limit_setting():
     args = tools.check_args(tools.BY_NAME["memory_search"], {"query": "x"}, Settings())
-    assert args["limit"] == 8
+    assert "limit" not in args  # Brain.search then uses search.limit (default 8)
 
 
 @pytest.mark.parametrize("limit", [0, 51, -1, True, "many", 2.5])
@@ -89,7 +90,7 @@ def test_null_optional_argument_counts_as_absent():
     args = tools.check_args(
         tools.BY_NAME["memory_search"], {"query": "x", "folder": None, "limit": None}, Settings()
     )
-    assert "folder" not in args and args["limit"] == 8
+    assert "folder" not in args and "limit" not in args
 
 
 def test_unknown_argument_is_invalid_input_naming_the_real_ones():

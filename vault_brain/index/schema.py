@@ -89,6 +89,17 @@ CREATE TABLE embed_cache (                -- a rowid table: 1 KB rows packed, no
     vector    BLOB NOT NULL,                -- float32 little-endian
     UNIQUE (model, text_hash)
 );
+CREATE INDEX notes_title ON notes(title COLLATE NOCASE);
+CREATE TABLE gone_notes (                 -- notes removed lately: a move is a removal and an
+    id           TEXT NOT NULL,             -- addition with the same bytes, and then the old
+    content_hash TEXT NOT NULL,             -- (derived) id keeps working as a redirect
+    at           REAL NOT NULL
+);
+CREATE INDEX gone_hash ON gone_notes(content_hash);
+CREATE TABLE id_redirects (
+    old_id TEXT PRIMARY KEY,
+    new_id TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE summary_cache (              -- LLM summaries by content: a reindex asks no LLM
     model     TEXT NOT NULL,
     body_hash TEXT NOT NULL,

@@ -31,6 +31,7 @@ from vault_brain.index.records import (
 Connection = object  # a DB-API connection of the binding index/db.py picked
 
 VECTOR_TABLE = "chunk_vectors"
+NOW_SQL = "((julianday('now') - 2440587.5) * 86400.0)"  # Unix time, in any SQLite
 # Column weights for bm25(): title, heading path, body.
 FTS_WEIGHTS = (2.0, 1.0, 1.0)
 
@@ -175,6 +176,60 @@ class Reads:
                 f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.path = ? COLLATE NOCASE", (path,)
             )
         return _info(row) if row else None
+
+    def note_by_title(self, title: str) -> NoteInfo | None:
+        """Exact title, any case; the shortest path first when several share it."""
+        row = self._one(
+            f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.title = ? COLLATE NOCASE "
+            "ORDER BY length(n.path), n.path LIMIT 1",
+            (title,),
+        )
+        return _info(row) if row else None
+
+    def note_by_alias(self, alias: str) -> NoteInfo | None:
+        row = self._one(
+            f"SELECT {NOTE_COLUMNS} FROM notes n JOIN aliases a ON a.note_rowid = n.rowid "
+            "WHERE a.alias_key = ? ORDER BY n.path LIMIT 1",
+            (alias.lower(),),
+        )
+        return _info(row) if row else None
+
+    def note_by_stem(self, stem: str) -> NoteInfo | None:
+        """A file name without its folder (and without .md), anywhere in the vault."""
+        row = self._one(
+            f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.stem_key = ? "
+            "ORDER BY length(n.path), n.path LIMIT 1",
+            (stem.lower(),),
+        )
+        return _info(row) if row else None
+
+    def redirect(self, old_id: str) -> str | None:
+        """The id a moved note has now, if `old_id` was its id before the move."""
+        row = self._one("SELECT new_id FROM id_redirects WHERE old_id = ?", (old_id,))
+        return row[0] if row else None
+
+    def names(self) -> list[tuple[str, int]]:
+        """(title or alias, note rowid) of every note: candidates for "did you mean"."""
+        rows = self._all("SELECT title, rowid FROM notes")
+        rows += self._all("SELECT alias_key, note_rowid FROM aliases")
+        return [(r[0], r[1]) for r in rows]
+
+    def folders(self) -> list[str]:
+        """Every folder that holds notes, with its parents."""
+        out: set[str] = set()
+        for (folder,) in self._all("SELECT DISTINCT folder FROM notes WHERE folder != ''"):
+            parts = folder.split("/")
+            out |= {"/".join(parts[: i + 1]) for i in range(len(parts))}
+        return sorted(out)
+
+    def folder_exists(self, folder: str) -> bool:
+        folder = folder.strip("/")
+        row = self._one(
+            "SELECT 1 FROM notes WHERE folder = ? COLLATE NOCASE "
+            "OR folder LIKE ? ESCAPE '\\' LIMIT 1",
+            (folder, _like_prefix(folder) + "/%"),
+        )
+        return row is not None
 
     def notes_by_rowids(self, rowids: Sequence[int]) -> dict[int, NoteInfo]:
         if not rowids:
@@ -558,7 +613,31 @@ class Writes(Reads):
 
     def delete_note(self, rowid: int) -> None:
         self._drop_note_parts(rowid)
+        self._run(
+            "INSERT INTO gone_notes(id, content_hash, at) "
+            f"SELECT id, content_hash, {NOW_SQL} FROM notes WHERE rowid = ?",
+            (rowid,),
+        )
         self._run("DELETE FROM notes WHERE rowid = ?", (rowid,))
+
+    def redirect_moved(self, note_id: str, content_hash: str) -> None:
+        """A note just added with the bytes of one removed lately was moved: its old id
+        (a derived id changes with the path) now leads here. Redirects are a convenience
+        for ids models kept; a full rebuild may drop them."""
+        self._run(f"DELETE FROM gone_notes WHERE at < {NOW_SQL} - 86400")
+        row = self._one(
+            "SELECT rowid, id FROM gone_notes WHERE content_hash = ? ORDER BY at DESC LIMIT 1",
+            (content_hash,),
+        )
+        if row is None:
+            return
+        self._run("DELETE FROM gone_notes WHERE rowid = ?", (row[0],))
+        if row[1] != note_id:
+            self._run(
+                "INSERT OR REPLACE INTO id_redirects(old_id, new_id) VALUES (?, ?)",
+                (row[1], note_id),
+            )
+            self._run("DELETE FROM id_redirects WHERE old_id = ?", (note_id,))
 
     def resolve_links(self, keys: Iterable[str], note_rowids: Iterable[int] = ()) -> int:
         """Re-resolve every link whose target is one of `keys`, and every link of the notes

@@ -250,6 +250,8 @@ class Syncer:
             if before is not None and before != assigned:
                 w.set_note_id(stat.path, assigned)  # free `before` first
             rowid = w.upsert_note(row, chunks, note.tags, links)
+            if known is None:
+                w.redirect_moved(row.id, row.content_hash)
             batch.keys |= link_keys(row.path_key, row.aliases)
             batch.rowids.add(rowid)
             if before is not None and before != assigned:

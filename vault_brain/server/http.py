@@ -162,9 +162,7 @@ def build_app(settings: Settings, handle: BrainHandle) -> ASGIApp:
                 "last_error": st.last_error,
                 "indexer": st.indexer,
                 "indexing": (
-                    {"done": st.indexing.done, "total": st.indexing.total}
-                    if st.indexing
-                    else None
+                    {"done": st.indexing.done, "total": st.indexing.total} if st.indexing else None
                 ),
             }
         )

@@ -15,21 +15,24 @@ from typing import TYPE_CHECKING, Any
 from mcp_types import Tool, ToolAnnotations
 
 from vault_brain.config import Settings
+from vault_brain.contract import (
+    CURSOR_MAX,
+    LIST_LIMIT_MAX,
+    MODES,
+    QUERY_MAX,
+    REF_MAX,
+    SEARCH_LIMIT_MAX,
+    SNIPPET_MAX,
+    SUMMARY_MAX,
+    TAG_MAX,
+    TAGS_MAX,
+    TITLE_MAX,
+    VERSION_MAX,
+)
 from vault_brain.errors import Forbidden, InvalidInput
 
 if TYPE_CHECKING:
     from vault_brain.service import Brain
-
-TITLE_MAX = 300
-SUMMARY_MAX = 1_000
-TAGS_MAX = 32
-TAG_MAX = 64
-QUERY_MAX = 2_000
-REF_MAX = 1_024  # ids and vault-relative paths
-CURSOR_MAX = 512
-VERSION_MAX = 64
-SNIPPET_MAX = 240
-MODES = ("hybrid", "fts", "vector")
 
 
 @dataclass(frozen=True)
@@ -106,10 +109,12 @@ def _ref(r: Any) -> dict[str, Any]:
 def _search(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
     found = brain.search(
         a["query"],
-        limit=a["limit"],
+        limit=a.get("limit"),
         mode=a.get("mode"),
         tags=tuple(a.get("tags") or ()),
         folder=a.get("folder"),
+        since=a.get("since"),
+        until=a.get("until"),
     )
     results = [
         {
@@ -132,7 +137,12 @@ def _search(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
 
 def _list(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
     page = brain.list(
-        folder=a.get("folder"), tag=a.get("tag"), limit=a["limit"], cursor=a.get("cursor")
+        folder=a.get("folder"),
+        tags=tuple(a.get("tags") or ()),
+        since=a.get("since"),
+        until=a.get("until"),
+        limit=a["limit"],
+        cursor=a.get("cursor"),
     )
     notes = [
         {"id": n.id, "title": n.title, "path": n.path, "summary": n.summary, "updated": n.updated}
@@ -198,25 +208,30 @@ def _delete(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
 
 # ---- the specs ----
 
-_ID = Arg("str", "Note id or vault-relative path", required=True, max_len=REF_MAX)
-_VERSION = Arg("str", "version from your last read", required=True, max_len=VERSION_MAX)
-_TAGS = Arg("tags", max_len=TAG_MAX)
-_FOLDER = Arg("str", max_len=REF_MAX)
+_ID = Arg("str", "note id, path, title or alias", required=True, max_len=REF_MAX)
+_VERSION = Arg("str", "version from your last memory_get", required=True, max_len=VERSION_MAX)
+_TAGS = Arg("tags", "all of these tags", max_len=TAG_MAX)
+_FOLDER = Arg("str", "this folder and below", max_len=REF_MAX)
+_SINCE = Arg("str", "updated since: 2026-11-30, 7d, 24h", max_len=40)
+_UNTIL = Arg("str", "updated until", max_len=40)
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="memory_search",
         description=(
-            "Search the user's notes (hybrid full-text + semantic). Use before answering from "
-            "memory. Returns {results:[{id,title,path,summary,snippet,score,updated}],degraded}; "
-            "open a hit with memory_get."
+            "Search the user's notes by meaning and words. Use before answering from memory. "
+            "Returns {results:[{id,title,path,summary,snippet,score,updated}],degraded}."
         ),
         args={
-            "query": Arg("str", required=True, max_len=QUERY_MAX),
-            "limit": Arg("int", lo=1, hi=50, default=8),
+            "query": Arg(
+                "str", "a question or keywords, any language", required=True, max_len=QUERY_MAX
+            ),
+            "limit": Arg("int", "max results", lo=1, hi=SEARCH_LIMIT_MAX),
             "tags": _TAGS,
             "folder": _FOLDER,
-            "mode": Arg("str", choices=MODES),
+            "since": _SINCE,
+            "until": _UNTIL,
+            "mode": Arg("str", "default hybrid", choices=MODES),
         },
         run=_search,
         read_only=True,
@@ -225,14 +240,16 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="memory_list",
         description=(
-            "Browse notes newest first, optionally by folder or tag. Returns "
-            "{notes:[{id,title,path,summary,updated}],next_cursor}; pass next_cursor to page."
+            "Browse notes, newest first. Returns {notes:[{id,title,path,summary,updated}],"
+            "next_cursor}."
         ),
         args={
             "folder": _FOLDER,
-            "tag": Arg("str", max_len=TAG_MAX),
-            "limit": Arg("int", lo=1, hi=100, default=20),
-            "cursor": Arg("str", max_len=CURSOR_MAX),
+            "tags": _TAGS,
+            "since": _SINCE,
+            "until": _UNTIL,
+            "limit": Arg("int", "per page", lo=1, hi=LIST_LIMIT_MAX, default=20),
+            "cursor": Arg("str", "next_cursor, for the next page", max_len=CURSOR_MAX),
         },
         run=_list,
         read_only=True,
@@ -240,10 +257,10 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="memory_get",
         description=(
-            "Read one note in full: metadata, content, version, links_out and backlinks. "
-            "Keep the version: memory_update and memory_delete need it."
+            "Read one note in full: content, metadata, version, links_out, backlinks. "
+            "memory_update and memory_delete need its version."
         ),
-        args={"id": _ID, "max_chars": Arg("int", lo=1)},
+        args={"id": _ID, "max_chars": Arg("int", "cut content here", lo=1)},
         run=_get,
         read_only=True,
     ),
@@ -254,11 +271,11 @@ TOOLS: tuple[ToolSpec, ...] = (
             "Returns {id,path,version}, plus duplicate_of if the same content exists."
         ),
         args={
-            "title": Arg("str", required=True, max_len=TITLE_MAX),
+            "title": Arg("str", "becomes the file name", required=True, max_len=TITLE_MAX),
             "content": Arg("str", "Markdown body", required=True),
-            "summary": Arg("str", max_len=SUMMARY_MAX),
-            "tags": _TAGS,
-            "folder": Arg("str", "vault-relative; default: vault root", max_len=REF_MAX),
+            "summary": Arg("str", "one line", max_len=SUMMARY_MAX),
+            "tags": Arg("tags", "without #", max_len=TAG_MAX),
+            "folder": Arg("str", "default: vault root", max_len=REF_MAX),
         },
         run=_save,
     ),
@@ -273,9 +290,9 @@ TOOLS: tuple[ToolSpec, ...] = (
             "version": _VERSION,
             "content": Arg("str", "replaces the body"),
             "append": Arg("str", "added at the end"),
-            "summary": Arg("str", max_len=SUMMARY_MAX),
-            "tags": _TAGS,
-            "title": Arg("str", max_len=TITLE_MAX),
+            "summary": Arg("str", "\"\" removes it", max_len=SUMMARY_MAX),
+            "tags": Arg("tags", "replaces them", max_len=TAG_MAX),
+            "title": Arg("str", "new title", max_len=TITLE_MAX),
         },
         run=_update,
     ),
