@@ -204,3 +204,57 @@ def test_status_says_whether_a_watcher_keeps_the_index_fresh(small_vault):
     finally:
         watcher.terminate()
         watcher.wait(timeout=30)
+
+
+def test_search_on_an_empty_vault_says_no_matches(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = run("search", "anything at all", "--vault", str(empty))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "no matches"
+    assert "Traceback" not in r.stderr
+
+
+def test_status_speaks_in_words_and_units(small_vault):
+    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+    assert run("index", "--vault", str(small_vault.root), env=env).returncode == 0
+    r = run("status", "--vault", str(small_vault.root), env=env)
+    assert r.returncode == 0, r.stderr
+    assert "notes       2 in 2 chunks" in r.stdout
+    assert " KB)" in r.stdout or " MB)" in r.stdout
+    assert "nothing watches the vault" in r.stdout
+    assert "index_bytes" not in r.stdout and "False" not in r.stdout
+
+
+def test_a_dead_embedding_endpoint_gives_one_readable_line_not_json_logs(small_vault):
+    from tests.fakes.llm_server import closed_port_url
+
+    env = {
+        "VAULT_BRAIN_EMBED_PROVIDER": "ollama",
+        "VAULT_BRAIN_EMBED_BASE_URL": closed_port_url(),
+        "VAULT_BRAIN_EMBED_MODEL": "nomic-embed-text",
+        "VAULT_BRAIN_EMBED_TIMEOUT_SECONDS": "2",
+    }
+    for args in (("index",), ("search", "deploy")):
+        r = run(*args, "--vault", str(small_vault.root), env=env)
+        assert r.returncode == 0, r.stderr
+        assert not any(line.startswith("{") for line in r.stderr.splitlines()), r.stderr
+    assert (
+        "full-text search still works"
+        in run("index", "--vault", str(small_vault.root), env=env).stderr
+    )
+
+
+def test_full_reindex_rebuilds_the_same_index(small_vault):
+    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+    assert run("index", "--vault", str(small_vault.root), env=env).returncode == 0
+    before = json.loads(
+        run("get", "Notes/Tea.md", "--json", "--vault", str(small_vault.root), env=env).stdout
+    )
+    full = run("index", "--full", "--json", "--vault", str(small_vault.root), env=env)
+    assert full.returncode == 0, full.stderr
+    assert json.loads(full.stdout)["added"] == 2
+    after = json.loads(
+        run("get", "Notes/Tea.md", "--json", "--vault", str(small_vault.root), env=env).stdout
+    )
+    assert after == before

@@ -72,42 +72,48 @@ def _brain(settings: Settings):
         brain.close()
 
 
-def _progress_bar(label: str):
-    """A rich progress bar on a terminal (notes/s, ETA); nothing when not a TTY."""
+def _progress_bar():
+    """A progress bar on a terminal: the phase, files done of total, files/s and chunks/s,
+    and an ETA from the average rate so far (steady, not jumping). None when not a TTY."""
     if not sys.stderr.isatty():
         return None
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    progress = Progress(
-        TextColumn(label),
+    return Progress(
+        TextColumn("{task.description:<9}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
+        TextColumn("{task.fields[rates]}"),
         console=Console(stderr=True),
         transient=True,
     )
-    return progress
 
 
 def _run_with_progress(label: str, work) -> Any:
-    bar = _progress_bar(label)
+    bar = _progress_bar()
     if bar is None:
         return work(None)
+    import time
+
+    started = time.monotonic()
     with bar:
-        task = bar.add_task(label, total=None)
+        task = bar.add_task(label, total=None, rates="")
 
         def update(p: Any) -> None:
-            done, total = (p.done, p.total) if hasattr(p, "done") else p
-            bar.update(task, completed=done, total=total or None)
+            if hasattr(p, "phase"):
+                phase, done, total, chunks = p.phase, p.done, p.total, p.chunks
+            else:
+                (done, total), phase, chunks = p, label, 0
+            elapsed = max(time.monotonic() - started, 1e-6)
+            rate = done / elapsed
+            rates = f"{rate:,.0f} files/s" if phase != "embed" else f"{rate:,.0f} chunks/s"
+            if chunks:
+                rates += f", {chunks / elapsed:,.0f} chunks/s"
+            if total and done and rate > 0:
+                left = (total - done) / rate
+                rates += f", about {int(left // 60)}:{int(left % 60):02d} left"
+            bar.update(task, description=phase, completed=done, total=total or None, rates=rates)
 
         return work(update)
 
@@ -147,7 +153,7 @@ def index(
 ) -> None:
     """Bring the index in step with the vault (incremental; --full rebuilds every note)."""
     settings = _settings(vault, config)
-    log.set_quiet(True)
+    log.use_human_output()
     with _brain(settings) as brain:
         if brain.indexer.watched() and not full:
             # A watcher or server holds the indexer lock and keeps the index in step.
@@ -160,11 +166,11 @@ def index(
                     f"({st.notes} notes, {st.pending_vectors} vectors pending)"
                 )
             return
-        report = _run_with_progress("indexing", lambda cb: brain.sync(full=full, progress=cb))
+        report = _run_with_progress("scan", lambda cb: brain.sync(full=full, progress=cb))
         pending = brain.status().pending_vectors
         vectors = 0
         if pending:
-            vectors = _run_with_progress("embedding", lambda cb: _embed_all(brain, pending, cb))
+            vectors = _run_with_progress("embed", lambda cb: _embed_all(brain, pending, cb))
         status = brain.status()
     result = {
         **dataclasses.asdict(report),
@@ -231,9 +237,9 @@ def search(
     if mode is not None and mode not in ("hybrid", "fts", "vector"):
         raise _fail(f"--mode must be hybrid, fts or vector, not {mode!r}", 2)
     settings = _settings(vault, config)
-    log.set_quiet(True)
+    log.use_human_output()
     with _brain(settings) as brain:
-        brain.refresh_if_unwatched()
+        brain.refresh_if_unwatched(vectors=(mode or settings.search.mode) != "fts")
         result = brain.search(
             query,
             limit=limit,
@@ -275,7 +281,7 @@ def get(
 ) -> None:
     """Show one note in full, with its version, tags, links and backlinks."""
     settings = _settings(vault, config)
-    log.set_quiet(True)
+    log.use_human_output()
     with _brain(settings) as brain:
         brain.refresh_if_unwatched()
         try:
@@ -303,14 +309,56 @@ def get(
 def status(vault: VaultOpt = None, config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
     """Counts, pending work, the embedding model and the index size."""
     settings = _settings(vault, config)
-    log.set_quiet(True)
+    log.use_human_output()
     with _brain(settings) as brain:
         st = brain.status()
     if json_out:
         _dump(dataclasses.asdict(st))
         return
-    for key, value in dataclasses.asdict(st).items():
-        typer.echo(f"{key:>18}: {value}")
+    for key, value in _status_lines(st):
+        typer.echo(f"{key:<11} {value}")
+
+
+def _status_lines(st: Any) -> list[tuple[str, str]]:
+    """`status` for a person: words and units; `--json` keeps the raw values."""
+    lines = [
+        ("vault", st.vault),
+        ("index", f"{st.index_path} ({_size(st.index_bytes)})"),
+        ("notes", f"{st.notes:,} in {st.chunks:,} chunks"),
+    ]
+    if st.indexing:
+        lines.append(("indexing", f"{st.indexing.done:,} of {st.indexing.total:,} files so far"))
+    if st.embedding:
+        dims = f", {st.dimension} dimensions" if st.dimension else ""
+        pending = f", {st.pending_vectors:,} pending" if st.pending_vectors else ""
+        lines.append(("vectors", f"{st.vectors:,} from {st.embedding}{dims}{pending}"))
+    else:
+        lines.append(("vectors", "off (embed.provider = none): full-text search only"))
+    if st.summary_model:
+        pending = f", {st.pending_summaries:,} pending" if st.pending_summaries else ""
+        lines.append(("summaries", f"by {st.summary_model}{pending}"))
+    else:
+        lines.append(("summaries", "first lines of each note (no summarizer configured)"))
+    if st.indexer:
+        fresh = "this process watches the vault"
+    elif st.watched:
+        fresh = "a running vault-brain watch or serve keeps it in step"
+    else:
+        fresh = "nothing watches the vault; search and get refresh it first"
+    lines.append(("kept fresh", fresh))
+    for label, error in (("embedding", st.embed_error), ("summaries", st.summary_error)):
+        if error:
+            lines.append(("error", f"{label}: {error}"))
+    return lines
+
+
+def _size(n: int) -> str:
+    size = float(n)
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:,.0f} {unit}" if unit == "bytes" else f"{size:,.1f} {unit}"
+        size /= 1024
+    return f"{n} bytes"
 
 
 @app.command()

@@ -33,13 +33,12 @@ from vault_brain.embed.base import Embedder
 from vault_brain.errors import Unavailable
 from vault_brain.index.db import SqliteIndex, binding_errors
 from vault_brain.index.sync import Progress, Syncer, SyncProgress, SyncReport
-from vault_brain.index.vectors import embed_batch
 from vault_brain.lock import IndexerLock, indexer_alive, indexer_lock_path
 from vault_brain.records import Indexing
-from vault_brain.watch import HEALTH_CHECK_SECONDS, Watcher, WatchStats
 
 if TYPE_CHECKING:
     from vault_brain.summarize.llm import Summarizer
+    from vault_brain.watch import Watcher, WatchStats
 
 BACKOFF_START, BACKOFF_CAP = 30.0, 900.0
 LOCK_RETRY_SECONDS = 2.0  # a reader takes over within this long after the indexer dies
@@ -91,7 +90,7 @@ class Indexer:
         self.summarizer = summarizer
         self.lock = IndexerLock(indexer_lock_path(settings))
         self.lock_retry_seconds = LOCK_RETRY_SECONDS
-        self.health_check_seconds = HEALTH_CHECK_SECONDS
+        self.health_check_seconds: float | None = None  # None: the watcher's default
         self.embed_backoff = Backoff()
         self.summary_backoff = Backoff()
         self._syncer = Syncer(index, settings, summarize=summarizer is not None)
@@ -190,8 +189,13 @@ class Indexer:
             return
 
     def _become_indexer(self) -> None:
+        from vault_brain.watch import Watcher  # watchdog loads only where a watcher runs
+
         self._role = "indexer"
-        watcher = Watcher(self, self.settings, health_check_seconds=self.health_check_seconds)
+        options = {}
+        if self.health_check_seconds is not None:
+            options["health_check_seconds"] = self.health_check_seconds
+        watcher = Watcher(self, self.settings, **options)
         self._watcher = watcher
         watcher.start()  # its first job is a full reconcile
         self._spawn(self._run_background, "vault-brain-background")
@@ -389,6 +393,8 @@ class Indexer:
         written = 0
         batch = self.settings.embed.batch_size * max(1, self.settings.embed.concurrency) * 4
         try:
+            from vault_brain.index.vectors import embed_batch
+
             while limit is None or written < limit:
                 n = embed_batch(self.index, self.embedder, batch)
                 if n == 0:

@@ -10,12 +10,34 @@ from typing import Any
 
 _lock = threading.Lock()
 _quiet = False
+_human = False
+# Warnings a person at a terminal should see; background noise (an endpoint that is down)
+# is summed up by the command itself instead.
+HUMAN_WARNINGS = frozenset(
+    {
+        "file_skipped",
+        "file_unreadable",
+        "folder_unreadable",
+        "note_warning",
+        "duplicate_id",
+        "index_moved_aside",
+        "index_schema_changed",
+        "index_write_failed",
+    }
+)
 
 
 def set_quiet(quiet: bool) -> None:
-    """Silence info events (the CLI does this for human output); warnings still print."""
+    """Silence info events (parse workers do); warnings still print."""
     global _quiet
     _quiet = quiet
+
+
+def use_human_output() -> None:
+    """For one-shot commands (index, search, get, status): no JSON lines, only the
+    warnings a person needs, as short readable lines. `watch` and `serve` keep JSON."""
+    global _quiet, _human
+    _quiet = _human = True
 
 
 def cut(text: str, limit: int = 80) -> str:
@@ -26,8 +48,16 @@ def cut(text: str, limit: int = 80) -> str:
 def event(name: str, level: str = "info", **fields: Any) -> None:
     if _quiet and level == "info":
         return
+    if _human:
+        if name in HUMAN_WARNINGS:
+            detail = ", ".join(f"{k}={v}" for k, v in fields.items())
+            _write(f"vault-brain: warning: {name.replace('_', ' ')}: {detail}")
+        return
     record = {"ts": round(time.time(), 3), "level": level, "event": name, **fields}
-    line = json.dumps(record, ensure_ascii=False, default=str)
+    _write(json.dumps(record, ensure_ascii=False, default=str))
+
+
+def _write(line: str) -> None:
     with _lock:
         try:
             sys.stderr.write(line + "\n")

@@ -23,7 +23,7 @@ from vault_brain.contract import MODES, SUMMARY_MAX, TITLE_MAX
 from vault_brain.embed import Embedder, make_embedder
 from vault_brain.errors import Forbidden, InvalidInput, NotFound, Unavailable
 from vault_brain.index.db import SqliteIndex
-from vault_brain.index.prepare import text_hash
+from vault_brain.index.hashes import text_hash
 from vault_brain.index.records import Filters, NoteInfo
 from vault_brain.index.sync import Progress, SyncReport
 from vault_brain.indexer import Indexer
@@ -101,9 +101,10 @@ class Brain:
         self.indexer.start()
         return self.indexer.stop
 
-    def refresh_if_unwatched(self) -> bool:
-        """When no watcher or server indexes this vault, bring the index in step now."""
-        return self.indexer.catch_up_if_unwatched()
+    def refresh_if_unwatched(self, *, vectors: bool = True) -> bool:
+        """When no watcher or server indexes this vault, bring the index in step now (and
+        its vectors, unless the caller only needs full text)."""
+        return self.indexer.catch_up_if_unwatched(vectors=vectors)
 
     def wait_until_indexed(self, timeout: float) -> bool:
         return self.indexer.wait_until_indexed(timeout)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class Embedder(Protocol):
@@ -26,6 +27,8 @@ def embed_queries(embedder: Embedder, texts: list[str]) -> np.ndarray:
 
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length in float32; all-zero rows (empty text) stay zero, never NaN."""
+    import numpy as np
+
     # float64 while scaling, so huge but finite components do not overflow to inf.
     out = np.array(vectors, dtype=np.float64)  # a copy: the caller's array is never changed
     if out.ndim != 2:

@@ -10,14 +10,15 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from vault_brain.config import EmbedSettings
 from vault_brain.embed.base import l2_normalise
 from vault_brain.errors import Unavailable
 from vault_brain.log import event
+
+if TYPE_CHECKING:
+    import numpy as np
 
 BUNDLED_MODEL = Path(__file__).resolve().parent / "models" / "minilm-static-256"
 
@@ -88,6 +89,8 @@ class LocalEmbedder:
         return self._dim
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
         model = self._load()
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)

@@ -7,6 +7,7 @@ Many Pythons (pyenv's default build, macOS's system Python, this machine's) ship
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 import time
@@ -16,15 +17,29 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import sqlite_vec
-
 from vault_brain import log
 from vault_brain.errors import Unavailable
-from vault_brain.index.matrix import VectorMatrix
 from vault_brain.index.schema import SCHEMA, SCHEMA_VERSION
 from vault_brain.index.store import Reads, Writes
 
 Connection = Any  # sqlite3.Connection or sqlean.Connection: the same DB-API shape
+
+
+def _vec_extension() -> str:
+    """The sqlite-vec library inside the sqlite_vec package, found without importing the
+    package (its __init__ imports numpy: a full-text-only CLI call need not pay for it)."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("sqlite-vec is not installed: pip install sqlite-vec")
+    return os.path.join(list(spec.submodule_search_locations)[0], "vec0")
+
+
+def _load_vec(conn: Connection) -> None:
+    conn.enable_load_extension(True)
+    try:
+        conn.load_extension(_vec_extension())
+    finally:
+        conn.enable_load_extension(False)
 
 
 def _can_load_extensions(module: ModuleType) -> bool:
@@ -33,8 +48,7 @@ def _can_load_extensions(module: ModuleType) -> bool:
     except Exception:
         return False
     try:
-        conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
+        _load_vec(conn)
         conn.execute("SELECT vec_version()")
         # Every feature the schema needs: contentless_delete came with SQLite 3.43, and a
         # system sqlite3 that loads extensions may still be older (Debian 12: 3.40).
@@ -86,9 +100,7 @@ def connect(path: Path | str) -> Connection:
     """A connection with sqlite-vec loaded, WAL, and a busy timeout so nobody sees 'locked'."""
     module = pick_binding()
     conn = module.connect(str(path), timeout=30.0, check_same_thread=False, isolation_level=None)
-    conn.enable_load_extension(True)
-    sqlite_vec.load(conn)
-    conn.enable_load_extension(False)
+    _load_vec(conn)
     conn.execute("PRAGMA busy_timeout = 30000")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
@@ -263,9 +275,19 @@ class SqliteIndex:
         self.path = Path(path)
         self._conn = open_index(self.path)
         self._write_lock = threading.Lock()
-        self.matrix = VectorMatrix()
+        self._matrix: Any = None
         self._pool = ReaderPool(lambda: connect(self.path), readers)
         self._closed = False
+
+    @property
+    def matrix(self) -> Any:
+        """The in-memory vectors (index/matrix.py), made on first use: a process that only
+        searches full text never imports numpy."""
+        if self._matrix is None:
+            from vault_brain.index.matrix import VectorMatrix
+
+            self._matrix = VectorMatrix()
+        return self._matrix
 
     @contextmanager
     def read(self) -> Iterator[Reads]:
@@ -273,7 +295,7 @@ class SqliteIndex:
         with self._pool.connection() as conn:
             conn.execute("BEGIN")
             try:
-                yield Reads(conn, self.matrix)
+                yield Reads(conn, self)
             finally:
                 if conn.in_transaction:
                     conn.execute("COMMIT")
@@ -288,7 +310,7 @@ class SqliteIndex:
             conn = self._conn
             conn.execute("BEGIN IMMEDIATE")
             try:
-                yield Writes(conn, self.matrix)
+                yield Writes(conn, self)
             except BaseException:
                 _rollback(conn)
                 raise

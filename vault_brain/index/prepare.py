@@ -6,23 +6,15 @@ from __future__ import annotations
 import hashlib
 import posixpath
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from vault_brain.config import Settings
 from vault_brain.index.chunking import chunk_note
+from vault_brain.index.hashes import iso_utc, text_hash
 from vault_brain.index.records import ChunkRow, LinkRow, NoteRow
 from vault_brain.index.text import fts_text
 from vault_brain.vault.note import Note, UnreadableNote, parse_note
 from vault_brain.vault.scan import FileStat
-
-
-def text_hash(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
-
-
-def iso_utc(ns: int) -> str:
-    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _strip_title(heading_path: str, title: str) -> str:

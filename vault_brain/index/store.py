@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from vault_brain.index.records import (
     ChunkHit,
@@ -27,6 +26,9 @@ from vault_brain.index.records import (
     TextQuery,
     VectorHits,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Connection = object  # a DB-API connection of the binding index/db.py picked
 
@@ -106,9 +108,9 @@ def link_keys(path_key: str, aliases: Iterable[str]) -> set[str]:
 class Reads:
     """Queries that only read. Safe on any connection from the reader pool."""
 
-    def __init__(self, conn: Connection, matrix: object | None = None) -> None:
+    def __init__(self, conn: Connection, owner: object | None = None) -> None:
         self.conn = conn
-        self._matrix = matrix  # index/vectors.VectorMatrix shared by the whole index
+        self._owner = owner  # the SqliteIndex, whose in-memory vector matrix is shared
 
     def _one(self, sql: str, params: Sequence[object] = ()) -> tuple | None:
         return self.conn.execute(sql, params).fetchone()  # type: ignore[attr-defined]
@@ -392,14 +394,17 @@ class Reads:
         self, model: str, vector: np.ndarray, filters: Filters, k: int
     ) -> VectorHits:
         """The k chunks nearest to `vector` among `model`'s vectors (cosine)."""
-        if self._matrix is not None:
-            found = self._matrix.search(self, model, vector, filters, k)  # type: ignore[attr-defined]
+        if self._owner is not None:
+            matrix = self._owner.matrix  # type: ignore[attr-defined]
+            found = matrix.search(self, model, vector, filters, k)
             if found is not None:
                 return found
         return VectorHits(self.knn_vectors(vector, filters, k), 0.0, 0.0)
 
     def knn_vectors(self, vector: np.ndarray, filters: Filters, k: int) -> list[ChunkHit]:
         """sqlite-vec's own search: for vaults too large for the in-memory matrix."""
+        import numpy as np
+
         blob = np.asarray(vector, dtype=np.float32).tobytes()
         if filters.active:
             # Exact scan over the filtered notes: a KNN over everything could miss them all.
@@ -638,6 +643,16 @@ class Writes(Reads):
                 (row[1], note_id),
             )
             self._run("DELETE FROM id_redirects WHERE old_id = ?", (note_id,))
+
+    def clear_notes(self) -> None:
+        """Every note, chunk, link and vector gone, caches kept: a full rebuild then costs
+        what a first index costs, and re-embeds nothing it has embedded before."""
+        self._run("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")
+        if self.has_vector_table():
+            self._run(f"DELETE FROM {VECTOR_TABLE}")
+            self.bump_vector_epoch()
+        for table in ("links", "tags", "aliases", "chunks", "notes", "gone_notes"):
+            self._run(f"DELETE FROM {table}")
 
     def resolve_links(self, keys: Iterable[str], note_rowids: Iterable[int] = ()) -> int:
         """Re-resolve every link whose target is one of `keys`, and every link of the notes

@@ -11,17 +11,21 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from stat import S_ISREG as stat_is_file
+from typing import TYPE_CHECKING
 
 from vault_brain import log
 from vault_brain.config import Settings
 from vault_brain.errors import NotFound, Unavailable
 from vault_brain.index.db import SqliteIndex
-from vault_brain.index.prepare import Prepared, iso_utc, prepare
+from vault_brain.index.hashes import iso_utc
 from vault_brain.index.records import StoredStat
 from vault_brain.index.store import Writes, link_keys
 from vault_brain.index.workers import ParsePool, WorkerError
 from vault_brain.vault.note import Note, derived_id
 from vault_brain.vault.scan import FileStat, is_ignored, scan_vault
+
+if TYPE_CHECKING:
+    from vault_brain.index.prepare import Prepared
 
 PARALLEL_MIN = 400  # files to parse before worker processes pay for their start-up
 MAX_WORKERS = 4
@@ -80,6 +84,10 @@ class Syncer:
             log.warn("file_skipped", path=path, reason=reason)
         for folder in scan.unreadable_dirs:
             log.warn("folder_unreadable", path=folder)
+        if full:
+            # A rebuild: start from an empty index, exactly as a first index does.
+            with self.index.transaction() as w:
+                w.clear_notes()
         with self.index.read() as r:
             indexed = r.load_stats()
         report = self._apply(
@@ -191,6 +199,10 @@ class Syncer:
     def _prepare_all(self, jobs: list[tuple[FileStat, str | None]]) -> Iterator[Prepared]:
         """Read, parse and chunk: in worker processes when there is a lot of it, in this
         process otherwise (or when workers cannot start). Results come back in order."""
+        if not jobs:
+            return
+        from vault_brain.index.prepare import prepare  # chunking loads only when needed
+
         workers = min(MAX_WORKERS, os.cpu_count() or 1)
         if len(jobs) >= PARALLEL_MIN and workers >= 2:
             done = 0

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from vault_brain.embed.base import Embedder, embed_queries
 from vault_brain.errors import Unavailable
 from vault_brain.index.store import Reads
 from vault_brain.search.base import ArmResult, Request, collapse
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # A query embedding from a remote endpoint gets this long; then search answers from full
 # text (and says so) instead of waiting out the endpoint's own 30 s timeout.
@@ -48,7 +50,7 @@ class VectorArm:
             return self._aside(f"embedding failed: {exc}"[:200])
         if len(vector) != held[1]:
             return self._aside("embedding dimension changed; vectors are being rebuilt")
-        if not np.any(vector):
+        if not vector.any():
             return ArmResult(self.name, [])  # the model knows none of the query's words
         found = reads.search_vectors(embedder.name, vector, request.filters, request.depth)
         return ArmResult(self.name, collapse(found.hits), noise=(found.median, found.spread))
