@@ -87,6 +87,9 @@ class ServerSettings:
     port: int = 8080
     token: str = ""
     max_body_bytes: int = 1_000_000
+    # Host / Origin values accepted besides the loopback names and the bind address.
+    allowed_hosts: list[str] = field(default_factory=list)
+    allowed_origins: list[str] = field(default_factory=list)
 
 
 @dataclass

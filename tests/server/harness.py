@@ -154,13 +154,18 @@ def start_http_server(vault: Path, env: dict[str, str] | None = None) -> HttpSer
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
+    host, port = server.servers[0].sockets[0].getsockname()[:2]
 
     def stop() -> None:
         server.should_exit = True
         thread.join(10)
 
-    return HttpServer(f"http://127.0.0.1:{port}", vault, settings, stop)
+    return HttpServer(f"http://{url_host(host)}:{port}", vault, settings, stop)
+
+
+def url_host(host: str) -> str:
+    """An address as it appears in a URL and a Host header: IPv6 in brackets."""
+    return f"[{host}]" if ":" in host else host
 
 
 def http_client_for(server: HttpServer, token: str | None = TOKEN) -> McpClient:

@@ -1,7 +1,9 @@
 """MCP over Streamable HTTP (Open WebUI, shared servers): bearer auth, /health, body cap.
 
-Layers, outermost first: bearer auth on /mcp (a stranger learns nothing and sends nothing
-we read), then the body cap, then Starlette with /health and the SDK's /mcp endpoint.
+Layers, outermost first: the Host/Origin check (a web page that points its own name at a
+loopback address gets nothing: DNS rebinding), bearer auth on /mcp (a stranger learns
+nothing and sends nothing we read), then the body cap, then Starlette with /health and the
+SDK's /mcp endpoint.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ import ipaddress
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio.to_thread
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -34,24 +38,219 @@ MCP_PATH = "/mcp"
 
 
 def is_loopback(host: str) -> bool:
-    if host == "localhost":
+    if host.strip().rstrip(".").lower() == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
     except ValueError:
         return False
 
 
 def check_bind(settings: Settings) -> None:
-    """Anyone on the network could read and write the vault: a non-loopback bind needs a token."""
+    """Anyone on the network could read and write the vault: a non-loopback bind needs a token.
+    Also refuses allowed_hosts / allowed_origins entries that could never match."""
     host = settings.server.host
+    problems = []
     if not is_loopback(host) and not settings.server.token:
-        raise ConfigError(
-            [
-                f"server.host: binding to {host} exposes the vault beyond this machine; "
-                "set a token (VAULT_BRAIN_TOKEN or server.token) or bind to 127.0.0.1"
-            ]
+        problems.append(
+            f"server.host: binding to {host} exposes the vault beyond this machine; "
+            "set a token (VAULT_BRAIN_TOKEN or server.token) or bind to 127.0.0.1"
         )
+    for entry in settings.server.allowed_hosts:
+        if entry != "*" and split_host(entry) is None:
+            problems.append(
+                f"server.allowed_hosts: {entry!r} is not a host as clients send it in the Host "
+                "header (name, name:port or name:*, e.g. vault.example.com)"
+            )
+    for entry in settings.server.allowed_origins:
+        if entry != "*" and _split_origin(entry) is None:
+            problems.append(
+                f"server.allowed_origins: {entry!r} is not an origin "
+                "(scheme://name[:port], e.g. https://chat.example.com)"
+            )
+    if problems:
+        raise ConfigError(problems)
+
+
+# ---- Host and Origin (DNS rebinding) ----
+
+LOOPBACK_NAMES: Final = ("localhost", "127.0.0.1", "::1")
+ANY_PORT: Final = -1  # a rule that matches every port
+SERVER_PORT: Final = -2  # a rule that matches the port this server listens on
+DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+def _name(host: str) -> str:
+    """Host names compare case-insensitively without a trailing dot; IP literals in one
+    spelling (0:0:0:0:0:0:0:1 is ::1)."""
+    host = host.strip().rstrip(".").lower()
+    try:
+        return ipaddress.ip_address(host).compressed
+    except ValueError:
+        return host
+
+
+def split_host(value: str) -> tuple[str, int | None] | None:
+    """`name`, `name:port`, `[v6]:port`, `name:*` (or a bare IPv6 literal in a config entry)
+    -> (normalised name, port, ANY_PORT, or None when absent); None when malformed."""
+    value = value.strip()
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0:
+            return None
+        name, rest = value[1:end], value[end + 1 :]
+        if rest and not rest.startswith(":"):
+            return None
+        port_text = rest[1:] if rest else None
+    elif value.count(":") == 1:
+        name, _, port_text = value.partition(":")
+    else:
+        name, port_text = value, None
+    if not name:
+        return None
+    if port_text is None:
+        return _name(name), None
+    if port_text == "*":
+        return _name(name), ANY_PORT
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        return None
+    return _name(name), int(port_text)
+
+
+@dataclass(frozen=True)
+class HostPolicy:
+    """Which Host and Origin headers a request may carry; None means the check is off.
+
+    Host rules are (name, port); origin rules are (scheme, name, port). A port may be
+    ANY_PORT or SERVER_PORT (the port the request came in on, known only per request).
+    """
+
+    hosts: tuple[tuple[str, int], ...] | None
+    origins: tuple[tuple[str, str, int], ...] | None
+
+
+def host_policy(settings: Settings) -> HostPolicy:
+    """On a loopback bind, Host must name a loopback name or the bind address on this
+    server's port, and Origin (when a browser sends one) a page on this machine: that is
+    what stops DNS rebinding. `server.allowed_hosts` / `allowed_origins` add names (a reverse
+    proxy, a Docker network); "*" turns a check off. Beyond loopback the bearer token is the
+    guard and the names people use are unknowable, so each check is on only when its list
+    is set."""
+    server = settings.server
+    loopback = is_loopback(server.host)
+    names = list(LOOPBACK_NAMES)
+    bind = _name(server.host.strip("[]"))
+    if bind not in names and bind not in ("0.0.0.0", "::"):
+        names.append(bind)
+
+    hosts: tuple[tuple[str, int], ...] | None = None
+    if "*" not in server.allowed_hosts and (loopback or server.allowed_hosts):
+        rules = [(n, SERVER_PORT) for n in names]
+        for entry in server.allowed_hosts:
+            parsed = split_host(entry)
+            if parsed is not None:  # config validation has refused the malformed ones
+                rules.append((parsed[0], ANY_PORT if parsed[1] is None else parsed[1]))
+        hosts = tuple(rules)
+
+    origins: tuple[tuple[str, str, int], ...] | None = None
+    if "*" not in server.allowed_origins and (loopback or server.allowed_origins):
+        found = [(scheme, n, ANY_PORT) for n in names for scheme in ("http", "https")]
+        for entry in server.allowed_origins:
+            parsed_origin = _split_origin(entry)
+            if parsed_origin is not None:
+                found.append(parsed_origin)
+        origins = tuple(found)
+    return HostPolicy(hosts, origins)
+
+
+def _split_origin(value: str) -> tuple[str, str, int] | None:
+    scheme, sep, rest = value.strip().partition("://")
+    scheme = scheme.lower()
+    if not sep or scheme not in DEFAULT_PORTS:
+        return None
+    parsed = split_host(rest.rstrip("/"))
+    if parsed is None:
+        return None
+    name, port = parsed
+    return scheme, name, DEFAULT_PORTS[scheme] if port is None else port
+
+
+def _port_matches(rule: int, port: int, server_port: int | None) -> bool:
+    return rule == ANY_PORT or rule == port or (rule == SERVER_PORT and port == server_port)
+
+
+def host_allowed(
+    policy: HostPolicy, host: str | None, scheme: str, server_port: int | None
+) -> bool:
+    if policy.hosts is None:
+        return True
+    parsed = split_host(host) if host else None
+    if parsed is None or parsed[1] == ANY_PORT:
+        return False
+    name, port = parsed
+    port = DEFAULT_PORTS.get(scheme, 80) if port is None else port
+    return any(n == name and _port_matches(p, port, server_port) for n, p in policy.hosts)
+
+
+def origin_allowed(policy: HostPolicy, origin: str | None, server_port: int | None) -> bool:
+    if policy.origins is None or origin is None:
+        return True  # no Origin: not a browser, or a same-origin navigation
+    parsed = _split_origin(origin)
+    if parsed is None or parsed[2] == ANY_PORT:
+        return False  # "null" (sandboxed pages, file://) and anything unparsable
+    scheme, name, port = parsed
+    return any(
+        s == scheme and n == name and _port_matches(p, port, server_port)
+        for s, n, p in policy.origins
+    )
+
+
+class HostGuard:
+    """421 for a Host this server does not answer to, 403 for a foreign Origin, on every
+    path (/health too): the one DNS-rebinding rule, see host_policy."""
+
+    def __init__(self, app: ASGIApp, policy: HostPolicy) -> None:
+        self.app = app
+        self.policy = policy
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        server_port = (scope.get("server") or (None, None))[1]
+        host = headers.get("host")
+        if not host_allowed(self.policy, host, scope.get("scheme", "http"), server_port):
+            shown = log.cut(host or "", 80)
+            log.warn("http_host_refused", host=shown, path=scope["path"])
+            await self._refuse(
+                421,
+                f"this server does not answer to Host {shown!r}; if clients reach it through "
+                "a reverse proxy or a Docker network, add that name to server.allowed_hosts",
+                scope,
+                receive,
+                send,
+            )
+            return
+        origin = headers.get("origin")
+        if not origin_allowed(self.policy, origin, server_port):
+            shown = log.cut(origin or "", 80)
+            log.warn("http_origin_refused", origin=shown, path=scope["path"])
+            await self._refuse(
+                403,
+                f"requests from pages at {shown!r} are refused; to let a web client in, "
+                "add its origin to server.allowed_origins",
+                scope,
+                receive,
+                send,
+            )
+            return
+        await self.app(scope, receive, send)
+
+    @staticmethod
+    async def _refuse(status: int, message: str, scope: Scope, receive: Receive, send: Send):
+        body = {"code": "FORBIDDEN", "message": message, "retryable": False}
+        await JSONResponse(body, status_code=status)(scope, receive, send)
 
 
 class BearerAuth:
@@ -135,11 +334,14 @@ class BodyLimit:
 def build_app(settings: Settings, handle: BrainHandle) -> ASGIApp:
     """The ASGI app: /mcp (Streamable HTTP, token-guarded) and /health (open)."""
     server = make_server(settings, handle)
-    # Creates the session manager; host= keeps the SDK's Host allow-list in step with the bind.
+    # Creates the session manager. The SDK's own Host/Origin check is off on purpose: it
+    # switches itself on only for three spellings of loopback and knows nothing of
+    # server.allowed_hosts, so HostGuard (outermost, every path) is the one rule.
     server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         host=settings.server.host,
         max_request_body_size=settings.server.max_body_bytes,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     session_manager = server.session_manager
 
@@ -183,7 +385,8 @@ def build_app(settings: Settings, handle: BrainHandle) -> ASGIApp:
         ],
         lifespan=lifespan,
     )
-    return BearerAuth(BodyLimit(app, settings.server.max_body_bytes), settings.server.token)
+    guarded = BearerAuth(BodyLimit(app, settings.server.max_body_bytes), settings.server.token)
+    return HostGuard(guarded, host_policy(settings))
 
 
 def make_uvicorn(settings: Settings, handle: BrainHandle, *, port: int | None = None) -> Any:
