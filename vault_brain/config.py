@@ -90,6 +90,11 @@ class ServerSettings:
     # Host / Origin values accepted besides the loopback names and the bind address.
     allowed_hosts: list[str] = field(default_factory=list)
     allowed_origins: list[str] = field(default_factory=list)
+    # Slow clients: a request's headers / body must arrive within these; connections beyond
+    # the cap push out the oldest idle one (or are refused).
+    header_timeout_seconds: float = 10.0
+    body_timeout_seconds: float = 30.0
+    max_connections: int = 100
 
 
 @dataclass
@@ -238,6 +243,9 @@ def _validate(s: Settings, problems: list[str]) -> None:
         ("summary", "max_chars"),
         ("write", "max_content_chars"),
         ("server", "max_body_bytes"),
+        ("server", "header_timeout_seconds"),
+        ("server", "body_timeout_seconds"),
+        ("server", "max_connections"),
         ("summary", "timeout_seconds"),
         ("watch", "poll_interval_seconds"),
     ]

@@ -8,6 +8,7 @@ SDK's /mcp endpoint.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 from collections import deque
@@ -303,8 +304,7 @@ class BodyLimit:
         while True:
             message = await receive()
             if message["type"] != "http.request":
-                replay.append(message)
-                break
+                return  # the client left (or was cut off) before its body was complete
             body.extend(message.get("body", b""))
             if len(body) > self.max_bytes:
                 await self._refuse(scope, receive, send)
@@ -389,14 +389,149 @@ def build_app(settings: Settings, handle: BrainHandle) -> ASGIApp:
     return HostGuard(guarded, host_policy(settings))
 
 
+# ---- slow clients ----
+
+RESERVED_FDS = 64  # for the index (a few per SQLite connection), the watcher, logs
+
+
+def connection_cap(configured: int) -> int:
+    """server.max_connections, lowered to fit under the process's file-descriptor limit.
+
+    asyncio accepts up to a whole listen backlog of sockets before the protocol sees any of
+    them, so connections get at most half of what the index and watcher leave free (the
+    backlog is set to the cap): 96 under macOS's default limit of 256."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return configured
+    if soft == resource.RLIM_INFINITY:
+        return configured
+    return max(8, min(configured, (soft - RESERVED_FDS) // 2))
+
+
+def guarded_protocol(header_timeout: float, body_timeout: float, cap: int) -> type:
+    """uvicorn's h11 protocol with read deadlines and a connection cap.
+
+    uvicorn (0.54, h11) times out only an idle kept-alive connection, after a reply: a
+    client that connects and sends nothing, or trickles its headers or its body a byte at a
+    time, holds a connection (a file descriptor) forever, and a few hundred of them starve
+    the process (issue 11, item 12; measured by bench/slow_clients.py). Here the request line
+    and headers must arrive within `header_timeout` of the connection opening (or of the
+    first byte of a later request on it), the body within `body_timeout` of the headers;
+    replies, however long they stream, are not limited. Beyond `cap` open connections a new
+    one pushes out the oldest that is not in the middle of a request, else it is refused.
+    """
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    refusal = (
+        b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n"
+        b"connection: close\r\nretry-after: 1\r\n\r\n"
+    )
+
+    class GuardedH11Protocol(H11Protocol):
+        _deadline: asyncio.TimerHandle | None = None
+        _phase = ""  # "header" | "body" | "" (not reading a request)
+        _since = 0.0  # when the current phase (or the idle time after a reply) began
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._since = self.loop.time()
+            if len(self.connections) > cap and not self._make_room():
+                log.warn("http_connection_refused", reason="connection cap", cap=cap)
+                transport.write(refusal)
+                transport.close()
+                return
+            self._arm("header", header_timeout)
+
+        def data_received(self, data: bytes) -> None:
+            if self._deadline is None and self.conn.their_state is h11.IDLE:
+                self._arm("header", header_timeout)  # a later request on a kept-alive connection
+            super().data_received(data)
+            self._follow()
+
+        def on_response_complete(self) -> None:
+            self._since = self.loop.time()
+            super().on_response_complete()
+            self._follow()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _follow(self) -> None:
+            """Move the deadline along with the request: headers, then body, then none."""
+            state = self.conn.their_state
+            if state is h11.IDLE:
+                return
+            if state is h11.SEND_BODY:
+                if self._phase != "body":
+                    self._arm("body", body_timeout)
+                return
+            self._disarm()  # the whole request is in, or the connection is ending
+
+        def _arm(self, phase: str, seconds: float) -> None:
+            self._disarm()
+            self._phase = phase
+            self._since = self.loop.time()
+            self._deadline = self.loop.call_later(seconds, self._expired)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+            self._phase = ""
+
+        def _expired(self) -> None:
+            phase, self._deadline = self._phase, None
+            if not self.transport.is_closing():
+                log.warn("http_slow_client_closed", phase=phase)
+                self._disarm()
+                self.transport.close()
+
+        def _replying(self) -> bool:
+            cycle = self.cycle
+            return cycle is not None and cycle.response_started and not cycle.response_complete
+
+        def _make_room(self) -> bool:
+            """Close the oldest connection that is not being answered: first those between
+            requests or still sending headers, then those still sending a body. Replies in
+            progress (tool calls, event streams) are never cut."""
+            others = [
+                p
+                for p in self.connections
+                if isinstance(p, GuardedH11Protocol)
+                and p is not self
+                and not p.transport.is_closing()
+                and not p._replying()
+            ]
+            for state in (h11.IDLE, h11.SEND_BODY):
+                candidates = [p for p in others if p.conn.their_state is state]
+                if candidates:
+                    victim = min(candidates, key=lambda p: p._since)
+                    log.warn("http_connection_dropped", reason="connection cap", cap=cap)
+                    victim._disarm()
+                    victim.transport.close()
+                    return True
+            return False
+
+    return GuardedH11Protocol
+
+
 def make_uvicorn(settings: Settings, handle: BrainHandle, *, port: int | None = None) -> Any:
     """A uvicorn.Server, not yet started (tests and benchmarks run it on port 0 in a thread)."""
     import uvicorn
 
+    server = settings.server
+    cap = connection_cap(server.max_connections)
     config = uvicorn.Config(
         build_app(settings, handle),
-        host=settings.server.host,
-        port=settings.server.port if port is None else port,
+        host=server.host,
+        port=server.port if port is None else port,
+        http=guarded_protocol(server.header_timeout_seconds, server.body_timeout_seconds, cap),
+        backlog=cap,
         log_config=None,
         access_log=False,
         lifespan="on",
