@@ -5,6 +5,8 @@ an anyio blocking portal (its own event loop thread)."""
 from __future__ import annotations
 
 import json
+import queue
+import subprocess
 import sys
 import threading
 import time
@@ -133,6 +135,63 @@ def stdio_client_for(
         return McpClient(stdio_client(params, errlog=errlog), vault, stderr_path)
     finally:
         errlog.close()
+
+
+class RawSession:
+    """A stdio server driven by hand, line by line, so every byte on stdout is seen (and
+    bytes no client library would send can be sent). A reader thread collects stdout, so
+    a request that gets no reply fails the test instead of hanging it."""
+
+    def __init__(self, vault: Path, stderr_path: Path, env: dict[str, str] | None = None):
+        self.stderr_path = stderr_path
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "vault_brain.server", "--stdio", "--vault", str(vault)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=open(stderr_path, "w"),  # noqa: SIM115 - the child owns it
+            env={"PATH": "/usr/bin:/bin", **BASE_ENV, **(env or {})},
+        )
+        self.lines: list[bytes] = []
+        self._out: queue.Queue[bytes] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self._out.put(line)
+
+    def send(self, message: dict) -> None:
+        self.send_raw(json.dumps(message).encode())
+
+    def send_raw(self, line: bytes) -> None:
+        self.proc.stdin.write(line + b"\n")
+        self.proc.stdin.flush()
+
+    def receive(self, timeout: float = 15.0) -> dict:
+        try:
+            line = self._out.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no reply within {timeout} s") from None
+        self.lines.append(line)
+        return json.loads(line)
+
+    def request(self, id_: int, method: str, params: dict | None = None) -> dict:
+        self.send({"jsonrpc": "2.0", "id": id_, "method": method, "params": params or {}})
+        return self.receive()
+
+    def finish(self) -> bytes:
+        """Close stdin (the client hangs up); return whatever else reached stdout."""
+        self.proc.stdin.close()
+        self.proc.wait(timeout=20)
+        self._reader.join(5)
+        rest = []
+        while not self._out.empty():
+            rest.append(self._out.get())
+        return b"".join(rest)
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(encoding="utf-8")
 
 
 @dataclass
