@@ -204,3 +204,19 @@ def test_status_says_whether_a_watcher_keeps_the_index_fresh(small_vault):
     finally:
         watcher.terminate()
         watcher.wait(timeout=30)
+
+
+def test_a_reader_that_stops_early_is_not_an_error(small_vault, tmp_path):
+    # `vault-brain get … | head -1`: the output is bigger than a pipe holds, so the write
+    # fails once head has exited. That is a quiet exit 0, with nothing on stderr.
+    body = "".join(f"line {i} of a long note about tea\n" for i in range(20_000))
+    small_vault.write("Long.md", "# Long\n\n" + body)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_BRAIN_")}
+    env["VAULT_BRAIN_EMBED_PROVIDER"] = "none"
+    script = (
+        f'"{sys.executable}" -m vault_brain get Long.md --vault "{small_vault.root}" '
+        f'2>"{tmp_path / "stderr"}" | head -1; echo "status=${{PIPESTATUS[0]}}"'
+    )
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert r.stdout.splitlines() == ["# Long", "status=0"]
+    assert (tmp_path / "stderr").read_text() == ""

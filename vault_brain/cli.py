@@ -396,6 +396,8 @@ def serve(
             mcp_server.run_http(settings)
     except ConfigError as exc:
         raise _fail(exc.message, 2) from None
+    except VaultBrainError as exc:  # e.g. the port is in use
+        raise _fail(exc.message, 1) from None
 
 
 @app.callback(invoke_without_command=True)
@@ -412,6 +414,13 @@ def main() -> None:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+    except SystemExit as exc:
+        # A reader that stopped early (`vault-brain get … | head -1`) is not an error: click
+        # and typer answer a broken pipe by muting stdout with a PacifyFlushWrapper and
+        # exiting 1; that wrapper is the sign, and the exit is 0.
+        if exc.code == 1 and "PacifyFlushWrapper" in type(sys.stdout).__name__:
+            sys.exit(0)
+        raise
 
 
 if __name__ == "__main__":

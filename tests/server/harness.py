@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from vault_brain.config import Settings, load_settings
 from vault_brain.server.app import BrainHandle
-from vault_brain.server.http import make_uvicorn
+from vault_brain.server.http import bind_sockets, make_uvicorn
 
 # The first JSON-RPC message of every MCP session, for tests that speak the protocol raw.
 INITIALIZE = {
@@ -206,7 +206,10 @@ def start_http_server(vault: Path, env: dict[str, str] | None = None) -> HttpSer
     settings = load_settings(vault=str(vault), env={**BASE_ENV, **(env or {})})
     handle = BrainHandle(settings)
     server = make_uvicorn(settings, handle, port=0)
-    thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
+    sockets = bind_sockets(settings.server.host, 0)  # as run_http does, on a free port
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": sockets}, name="uvicorn-test", daemon=True
+    )
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:

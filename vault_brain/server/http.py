@@ -9,8 +9,11 @@ SDK's /mcp endpoint.
 from __future__ import annotations
 
 import asyncio
+import errno
 import hmac
 import ipaddress
+import socket
+import sys
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -29,7 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from vault_brain import log
 from vault_brain.config import Settings
-from vault_brain.errors import ConfigError
+from vault_brain.errors import ConfigError, Unavailable
 from vault_brain.server.app import BrainHandle, make_server, route_library_logs
 
 if TYPE_CHECKING:
@@ -539,14 +542,70 @@ def make_uvicorn(settings: Settings, handle: BrainHandle, *, port: int | None = 
     return uvicorn.Server(config)
 
 
+def bind_sockets(host: str, port: int) -> list[socket.socket]:
+    """Listening sockets for host:port, bound before anything else starts. A port in use is
+    then one clear error (exit 1) with nothing opened; uvicorn itself would open the index
+    and take the indexer lock first, then log the OSError and exit with code 3.
+
+    Every address the host resolves to is bound (localhost: 127.0.0.1 and ::1), as uvicorn
+    does; port 0 binds the first one only (each would get a different port).
+    """
+    try:
+        infos = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror as exc:
+        raise Unavailable(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sockets: list[socket.socket] = []
+    seen = set()
+    try:
+        for family, kind, proto, _, address in infos:
+            if (family, address) in seen:
+                continue
+            seen.add((family, address))
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            if sys.platform != "win32":
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(address)
+            except OSError as exc:
+                raise Unavailable(_bind_problem(host, port, exc)) from None
+            if port == 0:
+                break
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
+
+
+def _bind_problem(host: str, port: int, exc: OSError) -> str:
+    where = f"{host}:{port}" if ":" not in host.strip("[]") else f"[{host.strip('[]')}]:{port}"
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            f"cannot listen on {where}: the port is already in use (another vault-brain "
+            "serve --http, or another program); choose another with --port or server.port"
+        )
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {where}: {host} is not an address of this machine"
+    if exc.errno == errno.EACCES:
+        return f"cannot listen on {where}: permission denied (ports below 1024 need privileges)"
+    return f"cannot listen on {where}: {exc.strerror or exc}"
+
+
 def run_http(
     settings: Settings,
     *,
     factory: Callable[[Settings], Brain] | None = None,
     attach: Callable[[Brain], Callable[[], object] | None] | None = None,
 ) -> None:
-    """Serve MCP over HTTP until interrupted. Blocks. Raises ConfigError on an unsafe bind."""
+    """Serve MCP over HTTP until interrupted. Blocks. Raises ConfigError on an unsafe bind,
+    Unavailable when the address cannot be listened on (a port in use)."""
     check_bind(settings)
+    sockets = bind_sockets(settings.server.host, settings.server.port)
     route_library_logs()
     handle = BrainHandle(settings, factory=factory, attach=attach)
     log.event(
@@ -557,7 +616,7 @@ def run_http(
         auth=bool(settings.server.token),
         read_only=settings.write.read_only,
     )
-    make_uvicorn(settings, handle).run()
+    make_uvicorn(settings, handle).run(sockets=sockets)
 
 
 def _under(path: str, prefix: str) -> bool:
