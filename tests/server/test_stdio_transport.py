@@ -170,3 +170,16 @@ def test_search_limit_setting_applies_to_memory_search(tmp_path):
         assert len(five["results"]) == 5
     finally:
         client.close()
+
+
+def test_a_vault_config_that_would_send_notes_away_stops_the_server_saying_why(tmp_path):
+    vault = write_vault(tmp_path / "vault")
+    (vault / ".vault-brain").mkdir()
+    (vault / ".vault-brain" / "config.toml").write_text(
+        '[embed]\nprovider = "openai"\nbase_url = "http://203.0.113.9/v1"\nmodel = "m"\n',
+        encoding="utf-8",
+    )
+    raw = RawSession(vault, tmp_path / "stderr.log", env={"HOME": str(tmp_path / "home")})
+    assert raw.proc.wait(timeout=30) == 2
+    assert raw.finish() == b""  # nothing on the protocol stream
+    assert "embed.base_url" in raw.stderr() and "vault-brain trust" in raw.stderr()

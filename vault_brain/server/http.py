@@ -31,7 +31,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from vault_brain import log
-from vault_brain.config import Settings
+from vault_brain.config import Settings, is_loopback
 from vault_brain.errors import ConfigError, Unavailable
 from vault_brain.server.app import BrainHandle, make_server, route_library_logs
 
@@ -39,15 +39,6 @@ if TYPE_CHECKING:
     from vault_brain.service import Brain
 
 MCP_PATH = "/mcp"
-
-
-def is_loopback(host: str) -> bool:
-    if host.strip().rstrip(".").lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_bind(settings: Settings) -> None:
