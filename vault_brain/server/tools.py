@@ -294,7 +294,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "version": _VERSION,
             "content": Arg("str", "replaces the body"),
             "append": Arg("str", "added at the end"),
-            "summary": Arg("str", "\"\" removes it", max_len=SUMMARY_MAX),
+            "summary": Arg("str", '"" removes it', max_len=SUMMARY_MAX),
             "tags": Arg("tags", "replaces them", max_len=TAG_MAX),
             "title": Arg("str", "new title", max_len=TITLE_MAX),
         },
