@@ -147,7 +147,7 @@ def test_vault_from_environment(small_vault):
 
 def test_help_lists_every_command():
     r = run("--help")
-    for cmd in ("init", "index", "reindex", "search", "get", "status", "watch", "serve"):
+    for cmd in ("init", "index", "reindex", "search", "get", "status", "watch", "serve", "trust"):
         assert cmd in r.stdout
 
 
@@ -258,3 +258,40 @@ def test_full_reindex_rebuilds_the_same_index(small_vault):
         run("get", "Notes/Tea.md", "--json", "--vault", str(small_vault.root), env=env).stdout
     )
     assert after == before
+
+
+def test_a_reader_that_stops_early_is_not_an_error(small_vault, tmp_path):
+    # `vault-brain get … | head -1`: the output is bigger than a pipe holds, so the write
+    # fails once head has exited. That is a quiet exit 0, with nothing on stderr.
+    body = "".join(f"line {i} of a long note about tea\n" for i in range(20_000))
+    small_vault.write("Long.md", "# Long\n\n" + body)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_BRAIN_")}
+    env["VAULT_BRAIN_EMBED_PROVIDER"] = "none"
+    script = (
+        f'"{sys.executable}" -m vault_brain get Long.md --vault "{small_vault.root}" '
+        f'2>"{tmp_path / "stderr"}" | head -1; echo "status=${{PIPESTATUS[0]}}"'
+    )
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert r.stdout.splitlines() == ["# Long", "status=0"]
+    assert (tmp_path / "stderr").read_text() == ""
+
+
+def test_a_vault_config_with_an_endpoint_is_refused_until_trusted(small_vault, tmp_path):
+    config = small_vault.root / ".vault-brain" / "config.toml"
+    config.parent.mkdir(exist_ok=True)
+    config.write_text(
+        '[embed]\nprovider = "ollama"\nbase_url = "http://127.0.0.1:9"\nmodel = "m"\n'
+        "timeout_seconds = 1\n",
+        encoding="utf-8",
+    )
+    env = {"HOME": str(tmp_path / "home")}
+    refused = run("status", "--vault", str(small_vault.root), env=env)
+    assert refused.returncode == 2
+    assert "embed.base_url" in refused.stderr and "vault-brain trust" in refused.stderr
+    trusted = run("trust", "--vault", str(small_vault.root), env=env)
+    assert trusted.returncode == 0, trusted.stderr
+    assert "embed.base_url" in trusted.stdout
+    assert (tmp_path / "home" / ".config" / "vault-brain" / "trusted.json").is_file()
+    assert run("status", "--vault", str(small_vault.root), "--json", env=env).returncode == 0
+    assert run("trust", "--revoke", "--vault", str(small_vault.root), env=env).returncode == 0
+    assert run("status", "--vault", str(small_vault.root), env=env).returncode == 2

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from vault_brain.config import Settings, load_settings
+from vault_brain.config import Settings, load_settings, revoke_trust, trust_vault_config
 from vault_brain.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -85,3 +85,219 @@ def test_lists_from_the_environment_are_comma_separated(tmp_path):
 def test_index_defaults_to_the_vaults_hidden_folder(tmp_path):
     s = load_settings(vault=str(tmp_path), env={})
     assert s.index_path == tmp_path.resolve() / ".vault-brain" / "index.db"
+
+
+# ---- a vault's own config is not trusted with what leaves the machine or the vault ----
+
+
+def vault_config(vault: Path, text: str) -> Path:
+    (vault / ".vault-brain").mkdir(exist_ok=True)
+    path = vault / ".vault-brain" / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def user_env(tmp_path: Path) -> dict[str, str]:
+    """An environment whose per-user config folder is a temp folder."""
+    return {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+
+
+def test_a_vault_config_may_set_harmless_keys(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    vault_config(
+        vault,
+        '[vault]\nignore = ["Templates"]\n[chunk]\nmax_tokens = 200\n[search]\nmode = "fts"\n'
+        '[embed]\nprovider = "none"\n[server]\nhost = "127.0.0.1"\nport = 9001\n'
+        "[write]\nread_only = true\n",
+    )
+    s = load_settings(vault=str(vault), env=user_env(tmp_path))
+    assert (s.vault.ignore, s.chunk.max_tokens, s.search.mode) == (["Templates"], 200, "fts")
+    assert (s.embed.provider, s.server.port, s.write.read_only) == ("none", 9001, True)
+
+
+REMOTE = '[embed]\nprovider = "ollama"\nbase_url = "http://203.0.113.9:11434"\nmodel = "m"\n'
+
+
+def test_a_vault_config_that_sends_note_text_elsewhere_is_refused_saying_how_to_trust(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    vault_config(vault, REMOTE)
+    with pytest.raises(ConfigError) as err:
+        load_settings(vault=str(vault), env=user_env(tmp_path))
+    text = str(err.value)
+    assert "embed.base_url" in text and "embed.provider" in text
+    assert f"vault-brain trust --vault {vault.resolve()}" in text
+    assert str(tmp_path / "xdg" / "vault-brain" / "config.toml") in text
+
+
+def test_a_vault_config_that_opens_the_server_is_refused_without_showing_the_token(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    vault_config(vault, '[server]\nhost = "0.0.0.0"\ntoken = "author-knows-this"\n')
+    with pytest.raises(ConfigError) as err:
+        load_settings(vault=str(vault), env=user_env(tmp_path))
+    text = str(err.value)
+    assert "server.host" in text and "server.token" in text
+    assert "author-knows-this" not in text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[summary]\nprovider = "openai"\nbase_url = "http://x/v1"\nmodel = "m"\n',
+        '[embed]\napi_key_env = "AWS_SECRET_ACCESS_KEY"\n',
+        '[embed]\nmodel = "/home/someone/models/x"\n',
+        '[server]\nallowed_hosts = ["attacker.example"]\n',
+        '[server]\nallowed_origins = ["https://attacker.example"]\n',
+    ],
+    ids=["summary-endpoint", "api-key-env", "local-model-path", "allowed-hosts", "origins"],
+)
+def test_other_keys_that_reach_beyond_the_vault_are_refused(tmp_path, text):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    vault_config(vault, text)
+    with pytest.raises(ConfigError, match="vault-brain trust"):
+        load_settings(vault=str(vault), env=user_env(tmp_path))
+
+
+def test_an_index_path_outside_the_vault_is_refused_and_inside_its_folder_is_not(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    vault_config(vault, f'[index]\npath = "{tmp_path / "elsewhere.db"}"\n')
+    with pytest.raises(ConfigError, match="index.path"):
+        load_settings(vault=str(vault), env=user_env(tmp_path))
+    inside = vault.resolve() / ".vault-brain" / "other.db"
+    vault_config(vault, f'[index]\npath = "{inside}"\n')
+    assert load_settings(vault=str(vault), env=user_env(tmp_path)).index_path == inside
+
+
+def test_the_same_settings_from_the_users_own_config_are_accepted(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    env = user_env(tmp_path)
+    user = tmp_path / "xdg" / "vault-brain" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text(REMOTE + '[server]\nhost = "0.0.0.0"\ntoken = "mine"\n', encoding="utf-8")
+    s = load_settings(vault=str(vault), env=env)
+    assert (s.embed.provider, s.embed.base_url, s.server.host) == (
+        "ollama",
+        "http://203.0.113.9:11434",
+        "0.0.0.0",
+    )
+
+
+def test_the_same_settings_from_config_flag_or_environment_are_accepted(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    explicit = tmp_path / "mine.toml"
+    explicit.write_text(REMOTE, encoding="utf-8")
+    assert load_settings(vault=str(vault), config_file=str(explicit), env={}).embed.model == "m"
+    env = {"VAULT_BRAIN_SERVER_HOST": "0.0.0.0", "VAULT_BRAIN_TOKEN": "t"}
+    assert load_settings(vault=str(vault), env=env).server.host == "0.0.0.0"
+
+
+def test_a_vault_config_layers_over_the_users_own(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    user = tmp_path / "xdg" / "vault-brain" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('[search]\nmode = "fts"\nlimit = 5\n', encoding="utf-8")
+    vault_config(vault, "[search]\nlimit = 7\n")
+    s = load_settings(vault=str(vault), env=user_env(tmp_path))
+    assert (s.search.mode, s.search.limit) == ("fts", 7)
+
+
+def test_a_dangerous_vault_key_overridden_by_the_environment_is_not_used_so_not_refused(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    vault_config(vault, '[server]\nhost = "0.0.0.0"\n')
+    env = {**user_env(tmp_path), "VAULT_BRAIN_SERVER_HOST": "127.0.0.1"}
+    assert load_settings(vault=str(vault), env=env).server.host == "127.0.0.1"
+
+
+def test_a_trusted_vault_config_may_set_anything_until_it_changes(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    path = vault_config(vault, REMOTE)
+    env = user_env(tmp_path)
+    review = trust_vault_config(str(vault), env)
+    assert any("embed.base_url" in line for line in review.needs_trust)
+    assert load_settings(vault=str(vault), env=env).embed.base_url == "http://203.0.113.9:11434"
+    path.write_text(REMOTE.replace("203.0.113.9", "198.51.100.7"), encoding="utf-8")
+    with pytest.raises(ConfigError, match="changed since you trusted it"):
+        load_settings(vault=str(vault), env=env)
+
+
+def test_revoking_trust_refuses_the_config_again(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    vault_config(vault, REMOTE)
+    env = user_env(tmp_path)
+    trust_vault_config(str(vault), env)
+    revoke_trust(str(vault), env)
+    with pytest.raises(ConfigError, match="vault-brain trust"):
+        load_settings(vault=str(vault), env=env)
+
+
+def test_trust_needs_a_per_user_config_folder(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    vault_config(vault, REMOTE)
+    with pytest.raises(ConfigError, match="HOME"):
+        trust_vault_config(str(vault), {})
+
+
+@pytest.mark.parametrize("link", ["index.db", "index.db-wal", "indexer.lock"])
+def test_a_symlink_in_the_index_folder_is_refused(tmp_path, link):
+    vault = tmp_path / "vault"
+    (vault / ".vault-brain").mkdir(parents=True)
+    outside = tmp_path / "outside" / "target"
+    outside.parent.mkdir()
+    outside.write_bytes(b"")
+    (vault / ".vault-brain" / link).symlink_to(outside)
+    with pytest.raises(ConfigError) as err:
+        load_settings(vault=str(vault), env={})
+    assert link in str(err.value) and "index.path" in str(err.value)
+
+
+def test_a_symlinked_index_folder_is_refused(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (tmp_path / "outside").mkdir()
+    (vault / ".vault-brain").symlink_to(tmp_path / "outside")
+    with pytest.raises(ConfigError, match="symbolic link"):
+        load_settings(vault=str(vault), env={})
+
+
+def test_a_symlinked_vault_config_is_fine(tmp_path):
+    # Dotfile managers link config files; it is read, never written, and judged by content.
+    vault = tmp_path / "vault"
+    (vault / ".vault-brain").mkdir(parents=True)
+    real = tmp_path / "dotfiles.toml"
+    real.write_text('[search]\nmode = "fts"\n', encoding="utf-8")
+    (vault / ".vault-brain" / "config.toml").symlink_to(real)
+    assert load_settings(vault=str(vault), env={}).search.mode == "fts"
+
+
+def test_the_users_own_index_path_may_be_a_symlink(tmp_path):
+    vault = tmp_path / "vault"
+    (vault / ".vault-brain").mkdir(parents=True)
+    (tmp_path / "fast-disk").mkdir()
+    link = vault / ".vault-brain" / "index.db"
+    link.symlink_to(tmp_path / "fast-disk" / "index.db")
+    env = {"VAULT_BRAIN_INDEX_PATH": str(tmp_path / "fast-disk" / "index.db")}
+    assert (
+        load_settings(vault=str(vault), env=env).index_path
+        == (tmp_path / "fast-disk" / "index.db").resolve()
+    )
+
+
+def test_a_trusted_vault_config_may_put_the_index_elsewhere(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    elsewhere = tmp_path / "cache" / "index.db"
+    vault_config(vault, f'[index]\npath = "{elsewhere}"\n')
+    env = user_env(tmp_path)
+    trust_vault_config(str(vault), env)
+    assert load_settings(vault=str(vault), env=env).index_path == elsewhere.resolve()

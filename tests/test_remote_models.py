@@ -457,7 +457,9 @@ def test_health_shows_pending_counts_last_error_and_models(notes, llm_server, op
     handle = BrainHandle(brain.settings, factory=lambda _: brain, attach=lambda _: None)
     handle.start()
     handle.get()
-    body = TestClient(build_app(brain.settings, handle)).get("/health").json()
+    # A loopback server answers only to its own address (DNS rebinding): not "testserver".
+    client = TestClient(build_app(brain.settings, handle), base_url="http://127.0.0.1:8080")
+    body = client.get("/health").json()
     assert body["status"] == "degraded"
     assert (body["pending_vectors"], body["pending_summaries"]) == (
         brain.status().chunks,

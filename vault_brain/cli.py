@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from contextlib import contextmanager
 from typing import Annotated, Any
@@ -35,7 +36,10 @@ ConfigOpt = Annotated[
     typer.Option(
         "--config",
         "-c",
-        help="A config.toml (default: <vault>/.vault-brain/config.toml; env: VAULT_BRAIN_CONFIG).",
+        help=(
+            "A config.toml, used in place of <vault>/.vault-brain/config.toml and over "
+            "~/.config/vault-brain/config.toml (env: VAULT_BRAIN_CONFIG)."
+        ),
         show_default=False,
     ),
 ]
@@ -444,6 +448,37 @@ def serve(
             mcp_server.run_http(settings)
     except ConfigError as exc:
         raise _fail(exc.message, 2) from None
+    except VaultBrainError as exc:  # e.g. the port is in use
+        raise _fail(exc.message, 1) from None
+
+
+@app.command()
+def trust(
+    vault: VaultOpt = None,
+    revoke: Annotated[bool, typer.Option("--revoke", help="Forget the trust instead.")] = False,
+) -> None:
+    """Trust the vault's own .vault-brain/config.toml as it is now, so that it may set what a
+    vault's config alone may not: endpoints that receive note text, the server's address and
+    token, an index outside the vault. Its hash is recorded in your config folder; editing
+    the file later needs a new trust."""
+    from vault_brain.config import revoke_trust, trust_vault_config
+
+    target = vault or os.environ.get("VAULT_BRAIN_VAULT")
+    if not target:
+        raise _fail("no vault given (use --vault PATH or VAULT_BRAIN_VAULT)", 2)
+    try:
+        if revoke:
+            gone = revoke_trust(target)
+            typer.echo(f"no longer trusted: {gone.config}" if gone else "it was not trusted")
+            return
+        report = trust_vault_config(target)
+    except ConfigError as exc:
+        raise _fail(exc.message, 2) from None
+    for line in report.needs_trust:
+        typer.echo(f"  {line}")
+    typer.echo(
+        f"trusted {report.config} (sha256 {report.sha256[:12]}), recorded in {report.record}"
+    )
 
 
 @app.callback(invoke_without_command=True)
@@ -460,6 +495,13 @@ def main() -> None:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+    except SystemExit as exc:
+        # A reader that stopped early (`vault-brain get … | head -1`) is not an error: click
+        # and typer answer a broken pipe by muting stdout with a PacifyFlushWrapper and
+        # exiting 1; that wrapper is the sign, and the exit is 0.
+        if exc.code == 1 and "PacifyFlushWrapper" in type(sys.stdout).__name__:
+            sys.exit(0)
+        raise
 
 
 if __name__ == "__main__":

@@ -1,17 +1,30 @@
-"""Settings: defaults < config.toml < VAULT_BRAIN_* environment < CLI flags, validated at once.
+"""Settings: defaults < the user's config.toml < the vault's (or --config) < VAULT_BRAIN_*
+environment < CLI flags, validated at once.
 
 One Settings object is built at the edge (CLI, server) and passed down; nothing deeper
 reads the environment. Every key is documented in the annotated `config.toml` at the
 repository root.
+
+A vault's own `.vault-brain/config.toml` travels with the vault (a clone, a shared or synced
+folder), so whoever can change the vault can change it. It may tune how the vault is read
+and searched, but settings that send note text off the machine, open the server to the
+network or write outside the vault are refused from it unless the user trusts that exact
+file (`vault-brain trust`, which records its hash in the per-user config folder). The
+user's own config, --config, the environment and flags are trusted.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import ipaddress
+import json
 import os
+import tempfile
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +32,9 @@ from vault_brain.errors import ConfigError
 
 INDEX_DIR = ".vault-brain"
 CONFIG_NAME = "config.toml"
+USER_DIR_NAME = "vault-brain"  # under $XDG_CONFIG_HOME, ~/.config, or %APPDATA%
+TRUST_NAME = "trusted.json"
+REMOTE_PROVIDERS = ("ollama", "openai")
 
 
 @dataclass
@@ -87,6 +103,14 @@ class ServerSettings:
     port: int = 8080
     token: str = ""
     max_body_bytes: int = 1_000_000
+    # Host / Origin values accepted besides the loopback names and the bind address.
+    allowed_hosts: list[str] = field(default_factory=list)
+    allowed_origins: list[str] = field(default_factory=list)
+    # Slow clients: a request's headers / body must arrive within these; connections beyond
+    # the cap push out the oldest idle one (or are refused).
+    header_timeout_seconds: float = 10.0
+    body_timeout_seconds: float = 30.0
+    max_connections: int = 100
 
 
 @dataclass
@@ -182,7 +206,12 @@ def _field_kinds(section: Any) -> dict[str, type]:
 
 
 def _apply(
-    settings: Settings, values: Mapping[str, Mapping[str, Any]], origin: str, problems: list[str]
+    settings: Settings,
+    values: Mapping[str, Mapping[str, Any]],
+    origin: str,
+    problems: list[str],
+    sources: dict[tuple[str, str], str] | None = None,
+    tag: str = "",
 ) -> None:
     for section_name, section_values in values.items():
         section = getattr(settings, section_name, None)
@@ -200,6 +229,8 @@ def _apply(
             value = _coerce(raw, kinds[key], f"{origin}: {section_name}.{key}", problems)
             if value is not None:
                 setattr(section, key, value)
+                if sources is not None:
+                    sources[(section_name, key)] = tag
 
 
 def _env_values(env: Mapping[str, str], settings: Settings) -> dict[str, dict[str, str]]:
@@ -235,6 +266,9 @@ def _validate(s: Settings, problems: list[str]) -> None:
         ("summary", "max_chars"),
         ("write", "max_content_chars"),
         ("server", "max_body_bytes"),
+        ("server", "header_timeout_seconds"),
+        ("server", "body_timeout_seconds"),
+        ("server", "max_connections"),
         ("summary", "timeout_seconds"),
         ("watch", "poll_interval_seconds"),
     ]
@@ -273,6 +307,35 @@ def _validate(s: Settings, problems: list[str]) -> None:
         problems.append(f"vault.path: {s.vault.path} is not a folder")
 
 
+def is_loopback(host: str) -> bool:
+    """localhost or a loopback IP (any spelling: 127.0.0.2, ::1, 0:0:0:0:0:0:0:1)."""
+    if host.strip().rstrip(".").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def user_config_dir(env: Mapping[str, str]) -> Path | None:
+    """The per-user config folder: $XDG_CONFIG_HOME/vault-brain, else ~/.config/vault-brain
+    (macOS and Linux alike), else %APPDATA%\\vault-brain; None when the environment names no
+    home (then there is no user config and nothing can be trusted)."""
+    if env.get("XDG_CONFIG_HOME"):
+        return Path(env["XDG_CONFIG_HOME"]).expanduser() / USER_DIR_NAME
+    if env.get("HOME"):
+        return Path(env["HOME"]).expanduser() / ".config" / USER_DIR_NAME
+    if env.get("APPDATA"):
+        return Path(env["APPDATA"]) / USER_DIR_NAME
+    return None
+
+
+def vault_config_path(vault: str | Path) -> Path:
+    """<vault>/.vault-brain/config.toml (the folder resolved, the file itself not: a
+    symlinked config file is judged by its content)."""
+    return Path(vault).expanduser().resolve() / INDEX_DIR / CONFIG_NAME
+
+
 def find_config(vault: str | None, explicit: str | None) -> Path | None:
     """--config wins; else <vault>/.vault-brain/config.toml when it exists."""
     if explicit:
@@ -282,6 +345,268 @@ def find_config(vault: str | None, explicit: str | None) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+# ---- what a vault's own config may set ----
+
+# Whole sections that only change how the vault is read, chunked, searched and watched.
+VAULT_SAFE_SECTIONS = frozenset({"chunk", "search", "watch"})
+# Single keys that are harmless whatever their value (others are judged by value below;
+# a key added later is refused from an untrusted vault config until it is listed here).
+VAULT_SAFE_KEYS = frozenset(
+    {
+        ("vault", "path"),  # the vault given on the command line always wins
+        ("vault", "ignore"),
+        ("vault", "max_file_bytes"),
+        ("index", "fresh_read_seconds"),
+        ("embed", "dimension"),
+        ("embed", "batch_size"),
+        ("embed", "concurrency"),
+        ("embed", "timeout_seconds"),
+        ("summary", "model"),  # used only with a remote provider, which needs trust
+        ("summary", "max_chars"),
+        ("summary", "write_back"),
+        ("summary", "timeout_seconds"),
+        ("write", "read_only"),
+        ("write", "allowed_folders"),
+        ("write", "reject_secrets"),
+        ("write", "max_content_chars"),
+        ("server", "port"),
+        ("server", "max_body_bytes"),
+        ("server", "header_timeout_seconds"),
+        ("server", "body_timeout_seconds"),
+        ("server", "max_connections"),
+    }
+)
+
+
+def needs_trust(section: str, key: str, s: Settings) -> str | None:
+    """Why a vault's own config may not set section.key to its value in `s` (None: it may)."""
+    value = getattr(getattr(s, section), key)
+    if key == "provider" and section in ("embed", "summary"):
+        return f"sends note text to {section}.base_url" if value in REMOTE_PROVIDERS else None
+    if key == "base_url":
+        return "is a server that would receive your notes' text" if value else None
+    if key == "api_key_env":
+        return "chooses which environment variable is sent as an API key" if value else None
+    if (section, key) == ("embed", "model"):
+        if value and s.embed.provider == "local":
+            return "makes the local embedder load a model from a path or download one"
+        return None
+    if (section, key) == ("index", "path"):
+        if not value or _inside(s.index_path, s.vault_path / INDEX_DIR):
+            return None
+        return "puts the index (which vault-brain writes) outside the vault's .vault-brain folder"
+    if (section, key) == ("server", "host"):
+        return None if is_loopback(value) else "opens the server to the network"
+    if (section, key) == ("server", "token"):
+        return "is a server token that whoever wrote this file knows" if value else None
+    if section == "server" and key in ("allowed_hosts", "allowed_origins"):
+        return "lets other hosts or web pages reach the server" if value else None
+    if section in VAULT_SAFE_SECTIONS or (section, key) in VAULT_SAFE_KEYS:
+        return None
+    return "is not among the settings a vault's own config may set"
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def _shown(section: str, key: str, s: Settings) -> str:
+    if key == "token":
+        return "(hidden)"
+    value = getattr(getattr(s, section), key)
+    text = repr(value)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _untrusted(s: Settings, sources: Mapping[tuple[str, str], str], path: Path) -> list[str]:
+    """One line per key whose value came from the vault's config and needs trust."""
+    lines = []
+    for (section, key), tag in sources.items():
+        if tag != "vault":
+            continue
+        reason = needs_trust(section, key, s)
+        if reason:
+            lines.append(f"{path} sets {section}.{key} = {_shown(section, key, s)}, which {reason}")
+    return lines
+
+
+# ---- trust records: the hashes of vault configs the user has trusted ----
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _trust_file(env: Mapping[str, str]) -> Path | None:
+    folder = user_config_dir(env)
+    return None if folder is None else folder / TRUST_NAME
+
+
+def _read_trust(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    path = _trust_file(env)
+    if path is None or not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # unreadable: nothing is trusted, and the refusal says how to trust again
+    configs = data.get("configs") if isinstance(data, dict) else None
+    return {k: v for k, v in (configs or {}).items() if isinstance(v, dict)}
+
+
+def _write_trust(env: Mapping[str, str], configs: Mapping[str, Mapping[str, str]]) -> Path:
+    path = _trust_file(env)
+    if path is None:
+        raise ConfigError(
+            ["no per-user config folder to record trust in: set HOME (or XDG_CONFIG_HOME)"]
+        )
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    body = json.dumps({"version": 1, "configs": configs}, indent=2, sort_keys=True) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".trusted-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(body)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+@dataclass(frozen=True)
+class TrustReport:
+    config: Path  # the vault config trusted (or no longer trusted)
+    record: Path  # the per-user file that holds the hash
+    sha256: str
+    needs_trust: list[str]  # what in it needed trust (may be empty)
+
+
+def trust_vault_config(vault: str, env: Mapping[str, str] | None = None) -> TrustReport:
+    """Trust <vault>/.vault-brain/config.toml as it is now: its sha256 goes into the per-user
+    trusted.json, and load_settings then accepts every key in it until the file changes."""
+    env = os.environ if env is None else env
+    config = vault_config_path(vault)
+    try:
+        raw = config.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError([f"{config} does not exist: nothing to trust"]) from None
+    if _trust_file(env) is None:
+        raise ConfigError(
+            ["no per-user config folder to record trust in: set HOME (or XDG_CONFIG_HOME)"]
+        )
+    review = _review(vault, raw, env)
+    configs = _read_trust(env)
+    digest = _sha256(raw)
+    configs[str(config)] = {"sha256": digest, "trusted_at": _now()}
+    record = _write_trust(env, configs)
+    return TrustReport(config, record, digest, review)
+
+
+def revoke_trust(vault: str, env: Mapping[str, str] | None = None) -> TrustReport | None:
+    """Forget the trust in a vault's config; None when it was not trusted."""
+    env = os.environ if env is None else env
+    config = vault_config_path(vault)
+    configs = _read_trust(env)
+    entry = configs.pop(str(config), None)
+    if entry is None:
+        return None
+    record = _write_trust(env, configs)
+    return TrustReport(config, record, str(entry.get("sha256", "")), [])
+
+
+def _review(vault: str, raw: bytes, env: Mapping[str, str]) -> list[str]:
+    """What in these vault-config bytes would need trust, over the defaults and the user's
+    config (the environment and flags are left out: they change from run to run)."""
+    problems: list[str] = []
+    settings = Settings()
+    user = user_config_dir(env)
+    if user is not None and (user / CONFIG_NAME).is_file():
+        data, _ = _read_toml(user / CONFIG_NAME, problems)
+        _apply(settings, data, str(user / CONFIG_NAME), problems)
+    sources: dict[tuple[str, str], str] = {}
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError([f"{vault_config_path(vault)}: not valid TOML ({exc})"]) from None
+    _apply(settings, data, "vault config", problems, sources, "vault")
+    settings.vault.path = str(Path(vault).expanduser().resolve())
+    return _untrusted(settings, sources, vault_config_path(vault))
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# ---- the index folder: written by vault-brain, so it must stay inside the vault ----
+
+
+def _index_location_problems(s: Settings) -> list[str]:
+    """The index folder and the files in it must not be symbolic links, or the index (and
+    its -wal, -shm and lock files) would be written wherever they point. Only checked when
+    the index location is not the user's own choice."""
+    folder = s.vault_path / INDEX_DIR
+    fix = (
+        "if you want the index elsewhere, set index.path in your own config "
+        "(or VAULT_BRAIN_INDEX_PATH)"
+    )
+    if folder.is_symlink():
+        return [
+            f"{folder} is a symbolic link (to {os.readlink(folder)}): the index would be "
+            f"written outside the vault; {fix}"
+        ]
+    where = s.index_path.parent
+    if not where.is_dir():
+        return []
+    try:
+        links = sorted(
+            e.name for e in os.scandir(where) if e.is_symlink() and e.name != CONFIG_NAME
+        )
+    except OSError:
+        return []
+    if not links:
+        return []
+    return [
+        f"{where} holds symbolic links ({', '.join(links[:5])}): vault-brain writes these "
+        f"files, and would write through the links to outside the vault; remove them, or {fix}"
+    ]
+
+
+# ---- loading ----
+
+
+def _read_toml(path: Path, problems: list[str]) -> tuple[dict[str, Any], bytes]:
+    try:
+        raw = path.read_bytes()
+        return tomllib.loads(raw.decode("utf-8")), raw
+    except FileNotFoundError:
+        problems.append(f"--config: {path} does not exist")
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
+        problems.append(f"{path}: not valid TOML ({exc})")
+    return {}, b""
+
+
+def _trust_hint(vault: Path, env: Mapping[str, str], changed: bool) -> str:
+    user = user_config_dir(env)
+    own = f"your own config ({user / CONFIG_NAME}, or --config FILE)" if user else "--config FILE"
+    head = (
+        "this vault config changed since you trusted it. "
+        if changed
+        else "a vault's own config is not trusted with these: anyone who can change the vault "
+        "can change it. "
+    )
+    return (
+        head + f"If you wrote it, run `vault-brain trust --vault {vault}` once (editing the "
+        f"file then needs a new trust), or move these settings to {own} or to "
+        "VAULT_BRAIN_<SECTION>_<KEY> environment variables"
+    )
 
 
 def load_settings(
@@ -296,31 +621,53 @@ def load_settings(
     env = os.environ if env is None else env
     problems: list[str] = []
     settings = Settings()
+    sources: dict[tuple[str, str], str] = {}
     vault = vault or env.get("VAULT_BRAIN_VAULT")
     config_file = config_file or env.get("VAULT_BRAIN_CONFIG")
-    path = find_config(vault, config_file)
-    if path is not None:
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            problems.append(f"--config: {path} does not exist")
-            data = {}
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
-            problems.append(f"{path}: not valid TOML ({exc})")
-            data = {}
-        _apply(settings, data, str(path), problems)
-    _apply(settings, _env_values(env, settings), "environment", problems)
+
+    def apply_file(path: Path, tag: str) -> bytes:
+        data, raw = _read_toml(path, problems)
+        _apply(settings, data, str(path), problems, sources, tag)
+        section = data.get("vault")
+        vault_value = section.get("path") if isinstance(section, dict) else None
+        if isinstance(vault_value, str) and vault_value and not Path(vault_value).is_absolute():
+            # A relative vault path in a config file means relative to that file's folder.
+            settings.vault.path = str((path.parent / vault_value).resolve())
+        return raw
+
+    user = user_config_dir(env)
+    if user is not None and (user / CONFIG_NAME).is_file():
+        apply_file(user / CONFIG_NAME, "user")
+    vault_config: Path | None = None
+    vault_raw = b""
+    if config_file:
+        apply_file(Path(config_file).expanduser(), "explicit")
+    else:
+        where = vault or settings.vault.path
+        if where and (Path(where).expanduser() / INDEX_DIR / CONFIG_NAME).is_file():
+            vault_config = vault_config_path(where)
+            vault_raw = apply_file(vault_config, "vault")
+    _apply(settings, _env_values(env, settings), "environment", problems, sources, "env")
     if overrides:
-        _apply(settings, {k: v for k, v in overrides.items() if v}, "command line", problems)
+        values = {k: v for k, v in overrides.items() if v}
+        _apply(settings, values, "command line", problems, sources, "flag")
     if vault:
         settings.vault.path = vault
-    if settings.vault.path and path is not None and not Path(settings.vault.path).is_absolute():
-        # A relative vault path in a config file means relative to that file's folder.
-        if "vault" in (data if path is not None else {}) and not vault:
-            settings.vault.path = str((path.parent / settings.vault.path).resolve())
     if not require_vault and not settings.vault.path:
         settings.vault.path = "."
     _validate(settings, problems)
+    if settings.vault.path and Path(settings.vault.path).expanduser().is_dir():
+        trusted = False
+        if vault_config is not None and vault_raw:
+            untrusted = _untrusted(settings, sources, vault_config)
+            record = _read_trust(env).get(str(vault_config))
+            trusted = (record or {}).get("sha256") == _sha256(vault_raw)
+            if untrusted and not trusted:
+                problems.extend(untrusted)
+                problems.append(_trust_hint(settings.vault_path, env, changed=record is not None))
+        index_source = sources.get(("index", "path"))
+        if index_source is None or (index_source == "vault" and not trusted):
+            problems.extend(_index_location_problems(settings))
     if problems:
         raise ConfigError(problems)
     settings.vault.path = str(Path(settings.vault.path).expanduser().resolve())

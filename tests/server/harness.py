@@ -5,6 +5,8 @@ an anyio blocking portal (its own event loop thread)."""
 from __future__ import annotations
 
 import json
+import queue
+import subprocess
 import sys
 import threading
 import time
@@ -22,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from vault_brain.config import Settings, load_settings
 from vault_brain.server.app import BrainHandle
-from vault_brain.server.http import make_uvicorn
+from vault_brain.server.http import bind_sockets, make_uvicorn
 
 # The first JSON-RPC message of every MCP session, for tests that speak the protocol raw.
 INITIALIZE = {
@@ -135,6 +137,63 @@ def stdio_client_for(
         errlog.close()
 
 
+class RawSession:
+    """A stdio server driven by hand, line by line, so every byte on stdout is seen (and
+    bytes no client library would send can be sent). A reader thread collects stdout, so
+    a request that gets no reply fails the test instead of hanging it."""
+
+    def __init__(self, vault: Path, stderr_path: Path, env: dict[str, str] | None = None):
+        self.stderr_path = stderr_path
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "vault_brain.server", "--stdio", "--vault", str(vault)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=open(stderr_path, "w"),  # noqa: SIM115 - the child owns it
+            env={"PATH": "/usr/bin:/bin", **BASE_ENV, **(env or {})},
+        )
+        self.lines: list[bytes] = []
+        self._out: queue.Queue[bytes] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self._out.put(line)
+
+    def send(self, message: dict) -> None:
+        self.send_raw(json.dumps(message).encode())
+
+    def send_raw(self, line: bytes) -> None:
+        self.proc.stdin.write(line + b"\n")
+        self.proc.stdin.flush()
+
+    def receive(self, timeout: float = 15.0) -> dict:
+        try:
+            line = self._out.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no reply within {timeout} s") from None
+        self.lines.append(line)
+        return json.loads(line)
+
+    def request(self, id_: int, method: str, params: dict | None = None) -> dict:
+        self.send({"jsonrpc": "2.0", "id": id_, "method": method, "params": params or {}})
+        return self.receive()
+
+    def finish(self) -> bytes:
+        """Close stdin (the client hangs up); return whatever else reached stdout."""
+        self.proc.stdin.close()
+        self.proc.wait(timeout=20)
+        self._reader.join(5)
+        rest = []
+        while not self._out.empty():
+            rest.append(self._out.get())
+        return b"".join(rest)
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(encoding="utf-8")
+
+
 @dataclass
 class HttpServer:
     url: str
@@ -147,20 +206,28 @@ def start_http_server(vault: Path, env: dict[str, str] | None = None) -> HttpSer
     settings = load_settings(vault=str(vault), env={**BASE_ENV, **(env or {})})
     handle = BrainHandle(settings)
     server = make_uvicorn(settings, handle, port=0)
-    thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
+    sockets = bind_sockets(settings.server.host, 0)  # as run_http does, on a free port
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": sockets}, name="uvicorn-test", daemon=True
+    )
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
+    host, port = server.servers[0].sockets[0].getsockname()[:2]
 
     def stop() -> None:
         server.should_exit = True
         thread.join(10)
 
-    return HttpServer(f"http://127.0.0.1:{port}", vault, settings, stop)
+    return HttpServer(f"http://{url_host(host)}:{port}", vault, settings, stop)
+
+
+def url_host(host: str) -> str:
+    """An address as it appears in a URL and a Host header: IPv6 in brackets."""
+    return f"[{host}]" if ":" in host else host
 
 
 def http_client_for(server: HttpServer, token: str | None = TOKEN) -> McpClient:

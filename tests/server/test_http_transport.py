@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import time
@@ -188,3 +189,26 @@ def test_read_only_vault_lists_three_tools_and_refuses_writes(tmp_path):
     assert names == ["memory_search", "memory_list", "memory_get"]
     assert reply.is_error and reply.data["code"] == "FORBIDDEN"
     assert not (vault / "No.md").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["-m", "vault_brain.server", "--http"], ["-m", "vault_brain", "serve", "--http"]],
+    ids=["module", "cli"],
+)
+def test_a_port_in_use_exits_1_saying_so_before_anything_starts(tmp_path, command):
+    vault = write_vault(tmp_path / "vault")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, *command, "--port", str(port), "--vault", str(vault)],
+            capture_output=True, text=True, timeout=60,
+            env={"PATH": "/usr/bin:/bin", "VAULT_BRAIN_EMBED_PROVIDER": "none"},
+        )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert f"127.0.0.1:{port}" in result.stderr and "in use" in result.stderr
+    assert "Traceback" not in result.stderr
+    # Nothing started: no index was opened, no indexer lock taken.
+    assert not (vault / ".vault-brain").exists()

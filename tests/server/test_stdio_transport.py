@@ -4,57 +4,14 @@ note text, initialize does not wait for indexing, several servers share one vaul
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 import tiktoken
 
-from .harness import BASE_ENV, INITIALIZE, stdio_client_for, write_vault
+from .harness import INITIALIZE, RawSession, stdio_client_for, write_vault
 
 SECRET_WORDS = "marmalade-quokka-observatory"
-
-
-class RawSession:
-    """The server driven by hand, line by line, so every byte on stdout is seen."""
-
-    def __init__(self, vault: Path, stderr_path: Path, env: dict[str, str] | None = None):
-        self.stderr_path = stderr_path
-        self.started = time.monotonic()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "vault_brain.server", "--stdio", "--vault", str(vault)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=open(stderr_path, "w"),  # noqa: SIM115 - the child owns it
-            env={"PATH": "/usr/bin:/bin", **BASE_ENV, **(env or {})},
-        )
-        self.lines: list[bytes] = []
-
-    def send(self, message: dict) -> None:
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def receive(self) -> dict:
-        line = self.proc.stdout.readline()
-        assert line, "the server closed stdout"
-        self.lines.append(line)
-        return json.loads(line)
-
-    def request(self, id_: int, method: str, params: dict | None = None) -> dict:
-        self.send({"jsonrpc": "2.0", "id": id_, "method": method, "params": params or {}})
-        return self.receive()
-
-    def finish(self) -> bytes:
-        """Close stdin (the client hangs up); return whatever else reached stdout."""
-        self.proc.stdin.close()
-        rest = self.proc.stdout.read()
-        self.proc.wait(timeout=20)
-        return rest
-
-    def stderr(self) -> str:
-        return self.stderr_path.read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -213,3 +170,16 @@ def test_search_limit_setting_applies_to_memory_search(tmp_path):
         assert len(five["results"]) == 5
     finally:
         client.close()
+
+
+def test_a_vault_config_that_would_send_notes_away_stops_the_server_saying_why(tmp_path):
+    vault = write_vault(tmp_path / "vault")
+    (vault / ".vault-brain").mkdir()
+    (vault / ".vault-brain" / "config.toml").write_text(
+        '[embed]\nprovider = "openai"\nbase_url = "http://203.0.113.9/v1"\nmodel = "m"\n',
+        encoding="utf-8",
+    )
+    raw = RawSession(vault, tmp_path / "stderr.log", env={"HOME": str(tmp_path / "home")})
+    assert raw.proc.wait(timeout=30) == 2
+    assert raw.finish() == b""  # nothing on the protocol stream
+    assert "embed.base_url" in raw.stderr() and "vault-brain trust" in raw.stderr()

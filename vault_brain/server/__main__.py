@@ -9,7 +9,7 @@ import argparse
 import sys
 
 from vault_brain.config import load_settings
-from vault_brain.errors import ConfigError
+from vault_brain.errors import ConfigError, VaultBrainError
 from vault_brain.server import run_http, run_stdio
 
 
@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         sys.stderr.write(f"vault-brain: {exc.message}\n")
         return 2
+    except VaultBrainError as exc:  # e.g. the port is in use
+        sys.stderr.write(f"vault-brain: {exc.message}\n")
+        return 1
     except KeyboardInterrupt:
         return 0
     return 0
