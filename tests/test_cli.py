@@ -295,3 +295,33 @@ def test_a_vault_config_with_an_endpoint_is_refused_until_trusted(small_vault, t
     assert run("status", "--vault", str(small_vault.root), "--json", env=env).returncode == 0
     assert run("trust", "--revoke", "--vault", str(small_vault.root), env=env).returncode == 0
     assert run("status", "--vault", str(small_vault.root), env=env).returncode == 2
+
+
+def test_an_index_folder_that_is_a_file_is_said_plainly(small_vault):
+    (small_vault.root / ".vault-brain").write_text("not a folder")
+    r = run("index", "--vault", str(small_vault.root), env={"VAULT_BRAIN_EMBED_PROVIDER": "none"})
+    assert r.returncode == 1
+    assert "a file stands there" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.fixture
+def immutable_index(small_vault):
+    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+    assert run("index", "--vault", str(small_vault.root), env=env).returncode == 0
+    db = small_vault.root / ".vault-brain" / "index.db"
+    if subprocess.run(["chattr", "+i", str(db)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here: no immutable-file test")
+    yield small_vault
+    subprocess.run(["chattr", "-i", str(db)], capture_output=True)
+
+
+def test_an_immutable_index_is_reported_and_search_still_answers(immutable_index):
+    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+    immutable_index.write("New.md", "# New\n\nkumquat\n")
+    r = run("index", "--vault", str(immutable_index.root), env=env)
+    assert r.returncode == 1
+    assert "cannot be written" in r.stderr and "Traceback" not in r.stderr
+    found = run("search", "green tea", "--vault", str(immutable_index.root), env=env)
+    assert found.returncode == 0, found.stderr
+    assert "Green tea" in found.stdout
+    assert "index refresh failed" in found.stderr and "Traceback" not in found.stderr

@@ -31,7 +31,7 @@ from vault_brain import log
 from vault_brain.config import Settings
 from vault_brain.embed.base import Embedder
 from vault_brain.errors import Unavailable
-from vault_brain.index.db import SqliteIndex, binding_errors
+from vault_brain.index.db import IndexDamaged, SqliteIndex
 from vault_brain.index.sync import Progress, Syncer, SyncProgress, SyncReport
 from vault_brain.lock import IndexerLock, indexer_alive, indexer_lock_path
 from vault_brain.records import Indexing
@@ -112,6 +112,7 @@ class Indexer:
         self._last_sync = 0.0
         self._synced = threading.Event()  # a full stat pass has completed in this process
         self._progress_published = 0.0
+        self._checked = False  # the full-text index's integrity was checked in this process
 
     # -- role ----------------------------------------------------------------------------
 
@@ -216,6 +217,8 @@ class Indexer:
     def sync(self, *, full: bool = False, progress: Progress | None = None) -> SyncReport:
         """A full stat pass (incremental; `full` re-parses every note), under the lock."""
         with self._pass_lock, self._holding_lock():
+            if not self._checked:
+                full = self._repair_if_damaged() or full
             report = self._syncer.sync_all(full=full, progress=self._tracking(progress))
             self._last_sync = time.monotonic()
         self._synced.set()
@@ -231,6 +234,28 @@ class Indexer:
             ms=report.ms,
         )
         return report
+
+    def _repair_if_damaged(self) -> bool:
+        """Once per process, before its first full pass (and again after a read met
+        damage): FTS5's integrity check. Damaged pages give wrong answers silently, so a
+        damaged full-text table is dropped and the pass becomes a full rebuild."""
+        self._checked = True
+        try:
+            with self.index.transaction() as w:
+                w.check_text_index()
+            return False
+        except IndexDamaged as exc:
+            log.warn("index_damaged", part="full text", error=log.cut(exc.message, 200))
+        with self.index.transaction() as w:
+            w.reset_text_index()
+        return True
+
+    def damaged(self) -> None:
+        """A read met damage: check (and rebuild) on the next full pass, soon if live."""
+        self._checked = False
+        watcher = self._watcher
+        if watcher is not None:
+            watcher.request_reconcile("index_damaged")
 
     def sync_paths(self, paths: Iterable[str]) -> SyncReport:
         """Re-check these paths (vault-relative or absolute; files or folders, present or
@@ -259,7 +284,7 @@ class Indexer:
         next sync catches up. Returns whether it is indexed."""
         try:
             self._syncer.sync_paths([rel])
-        except (*binding_errors(), OSError) as exc:
+        except (Unavailable, OSError) as exc:
             log.warn("index_write_failed", path=log.cut(rel), error=log.cut(str(exc), 200))
             return False
         self._changed.set()
@@ -294,6 +319,10 @@ class Indexer:
                 self._synced.set()
                 if vectors:
                     self.embed_pending()
+            except Unavailable as exc:
+                # A read still answers from the index as it is (read-only, full disk).
+                log.warn("index_refresh_failed", error=log.cut(exc.message, 200))
+                return False
             finally:
                 self.lock.release()
             return True
@@ -380,7 +409,7 @@ class Indexer:
                     return
             with self.index.transaction() as w:
                 w.set_meta("indexing", value)
-        except binding_errors() as exc:
+        except Unavailable as exc:
             log.warn("progress_not_recorded", error=type(exc).__name__)
 
     # -- background: vectors and summaries -------------------------------------------------
@@ -469,7 +498,7 @@ class Indexer:
         try:
             with self.index.transaction() as w:
                 w.set_meta(f"{kind}_error", record)
-        except binding_errors() as db_exc:
+        except Unavailable as db_exc:
             log.warn("error_not_recorded", kind=kind, error=type(db_exc).__name__)
 
     def _succeeded(self, kind: str, backoff: Backoff) -> None:
@@ -480,7 +509,7 @@ class Indexer:
                     return
             with self.index.transaction() as w:
                 w.set_meta(f"{kind}_error", None)
-        except binding_errors() as db_exc:
+        except Unavailable as db_exc:
             log.warn("error_not_cleared", kind=kind, error=type(db_exc).__name__)
 
     def recorded_error(self, kind: str) -> tuple[float, str] | None:

@@ -23,6 +23,7 @@ HUMAN_WARNINGS = frozenset(
         "index_moved_aside",
         "index_schema_changed",
         "index_write_failed",
+        "index_refresh_failed",
     }
 )
 

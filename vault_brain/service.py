@@ -22,7 +22,7 @@ from vault_brain.config import Settings
 from vault_brain.contract import MODES, SUMMARY_MAX, TITLE_MAX
 from vault_brain.embed import Embedder, make_embedder
 from vault_brain.errors import Forbidden, InvalidInput, NotFound, Unavailable
-from vault_brain.index.db import SqliteIndex
+from vault_brain.index.db import IndexDamaged, SqliteIndex
 from vault_brain.index.hashes import text_hash
 from vault_brain.index.records import Filters, NoteInfo
 from vault_brain.index.sync import Progress, SyncReport
@@ -132,7 +132,13 @@ class Brain:
         limit = limit or s.limit
         self.indexer.refresh_for_read()
         filters = self._filters(tags, folder, since, until)
-        found = self.pipeline.run(query, mode=mode, limit=limit, filters=filters, explain=explain)
+        try:
+            found = self.pipeline.run(
+                query, mode=mode, limit=limit, filters=filters, explain=explain
+            )
+        except IndexDamaged:
+            self.indexer.damaged()  # rebuilt on the next pass; the caller may retry
+            raise
         return SearchResult(
             found.hits, mode, found.degraded, found.reason, indexing=self.indexer.indexing()
         )

@@ -158,9 +158,34 @@ def _create_schema(conn: Connection) -> None:
         raise
 
 
+class IndexDamaged(Unavailable):
+    """The index file is damaged; it is rebuilt from the files (nothing is lost)."""
+
+
+def is_damage(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text or "corrupt" in text
+
+
+def index_error(exc: BaseException, path: Path, doing: str) -> Unavailable:
+    """What a SQLite failure means to a user, with the real cause (a full disk, a read-only
+    or immutable file, damage), never a traceback."""
+    if is_damage(exc):
+        return IndexDamaged(f"the index {path} is damaged ({exc}); it is being rebuilt")
+    return Unavailable(f"the index {path} cannot be {doing}: {exc}")
+
+
 def open_index(path: Path) -> Connection:
-    """Open (or build) the index. Wrong schema version → rebuilt; corrupt file → moved aside."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Open (or build) the index. Wrong schema version → rebuilt; damaged file → moved
+    aside and rebuilt; a folder or file that cannot be used → Unavailable, said plainly."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        raise Unavailable(
+            f"cannot use {path.parent} as the index folder: a file stands there"
+        ) from exc
+    except OSError as exc:
+        raise Unavailable(f"cannot create the index folder {path.parent}: {exc}") from exc
     errors = binding_errors()
     for attempt in range(3):
         try:
@@ -176,8 +201,8 @@ def open_index(path: Path) -> Connection:
             conn.execute("SELECT count(*) FROM notes").fetchone()
             return conn
         except errors as exc:
-            if attempt == 2:
-                raise
+            if attempt == 2 or not is_damage(exc):
+                raise index_error(exc, path, "opened") from exc
             _move_aside(path, "corrupt")
             log.warn("index_corrupt", error=str(exc)[:200])
     raise RuntimeError("unreachable")
@@ -292,13 +317,17 @@ class SqliteIndex:
     @contextmanager
     def read(self) -> Iterator[Reads]:
         """Named read queries on one consistent snapshot of the index."""
+        errors = binding_errors()
         with self._pool.connection() as conn:
-            conn.execute("BEGIN")
             try:
-                yield Reads(conn, self)
-            finally:
-                if conn.in_transaction:
-                    conn.execute("COMMIT")
+                conn.execute("BEGIN")
+                try:
+                    yield Reads(conn, self)
+                finally:
+                    if conn.in_transaction:
+                        conn.execute("COMMIT")
+            except errors as exc:
+                raise index_error(exc, self.path, "read") from exc
 
     @contextmanager
     def transaction(self) -> Iterator[Writes]:
@@ -308,17 +337,21 @@ class SqliteIndex:
             if self._closed:
                 raise Unavailable("the index is closed")
             conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
+            errors = binding_errors()
             try:
-                yield Writes(conn, self)
-            except BaseException:
-                _rollback(conn)
-                raise
-            try:
-                conn.execute("COMMIT")
-            except BaseException:
-                _rollback(conn)
-                raise
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield Writes(conn, self)
+                except BaseException:
+                    _rollback(conn)
+                    raise
+                try:
+                    conn.execute("COMMIT")
+                except BaseException:
+                    _rollback(conn)
+                    raise
+            except errors as exc:
+                raise index_error(exc, self.path, "written") from exc
 
     @property
     def readers_opened(self) -> int:

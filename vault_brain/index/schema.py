@@ -7,6 +7,12 @@ SCHEMA_VERSION = 5
 # rewritten into character bigrams before it reaches FTS (index/text.py).
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
+FTS_TABLE = f"""CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    title, headings, body,
+    tokenize = '{FTS_TOKENIZE}',
+    content = '', contentless_delete = 1
+)"""
+
 SCHEMA = f"""
 CREATE TABLE meta (
     key   TEXT PRIMARY KEY,
@@ -53,11 +59,7 @@ CREATE TABLE chunks (
 );
 CREATE INDEX chunks_note ON chunks(note_rowid);
 CREATE INDEX chunks_pending ON chunks(vec_state) WHERE vec_state = 0;
-CREATE VIRTUAL TABLE chunks_fts USING fts5(
-    title, headings, body,
-    tokenize = '{FTS_TOKENIZE}',
-    content = '', contentless_delete = 1
-);
+{FTS_TABLE};
 CREATE TABLE tags (
     note_rowid INTEGER NOT NULL REFERENCES notes(rowid) ON DELETE CASCADE,
     tag        TEXT NOT NULL,

@@ -644,6 +644,18 @@ class Writes(Reads):
             )
             self._run("DELETE FROM id_redirects WHERE old_id = ?", (note_id,))
 
+    def check_text_index(self) -> None:
+        """FTS5's own integrity check; raises (IndexDamaged, through the transaction) when
+        its pages are damaged, which a search would otherwise meet as wrong answers."""
+        self._run("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 0)")
+
+    def reset_text_index(self) -> None:
+        """A damaged full-text table, dropped and made anew (empty): the caller rebuilds."""
+        from vault_brain.index.schema import FTS_TABLE
+
+        self._run("DROP TABLE IF EXISTS chunks_fts")
+        self._run(FTS_TABLE)
+
     def clear_notes(self) -> None:
         """Every note, chunk, link and vector gone, caches kept: a full rebuild then costs
         what a first index costs, and re-embeds nothing it has embedded before."""
