@@ -206,3 +206,16 @@ def test_unreadable_folder_keeps_its_notes_in_the_index(vault, brain, monkeypatc
     brain.sync()
     monkeypatch.undo()
     assert "Private/secret plans.md" in [n[0] for n in brain.snapshot()["notes"]]
+
+
+def test_a_touch_moves_sort_time_as_a_rebuild_would(vault, brain, make_brain):
+    old = vault.write("Old.md", "# Old\n\nno dates in here\n")
+    vault.write("New.md", "# New\n\nno dates either\n")
+    os.utime(old, ns=(old.stat().st_atime_ns, old.stat().st_mtime_ns - 86_400 * 10**9))
+    brain.sync()
+    assert [n.path for n in brain.list().notes] == ["New.md", "Old.md"]
+    os.utime(old, ns=(old.stat().st_atime_ns, old.stat().st_mtime_ns + 2 * 86_400 * 10**9))
+    report = brain.sync()
+    assert report.updated == 0  # the same bytes: not re-parsed
+    assert [n.path for n in brain.list().notes] == ["Old.md", "New.md"]
+    assert brain.snapshot() == _fresh_snapshot(brain, make_brain)
