@@ -287,7 +287,7 @@ def get(
     settings = _settings(vault, config)
     log.use_human_output()
     with _brain(settings) as brain:
-        brain.refresh_if_unwatched()
+        brain.refresh_if_unwatched(vectors=False)
         try:
             view = brain.get(ref)
         except NotFound as exc:

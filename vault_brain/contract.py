@@ -16,5 +16,6 @@ REF_MAX = 1_024  # ids and vault-relative paths
 CURSOR_MAX = 512
 VERSION_MAX = 64
 SNIPPET_MAX = 240
+CONFLICT_CONTENT_MAX = 8_000  # a CONFLICT reply carries the current content up to this
 SEARCH_LIMIT_MAX = 50
 LIST_LIMIT_MAX = 100

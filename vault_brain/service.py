@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 from vault_brain import log
 from vault_brain.checks import check_text, clean_tags, parse_when
 from vault_brain.config import Settings
-from vault_brain.contract import MODES, SUMMARY_MAX, TITLE_MAX
+from vault_brain.contract import CONFLICT_CONTENT_MAX, MODES, SUMMARY_MAX, TITLE_MAX
 from vault_brain.embed import Embedder, make_embedder
-from vault_brain.errors import Forbidden, InvalidInput, NotFound, Unavailable
+from vault_brain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unavailable
 from vault_brain.index.db import IndexDamaged, SqliteIndex
 from vault_brain.index.hashes import text_hash
 from vault_brain.index.records import Filters, NoteInfo
@@ -399,6 +399,27 @@ class Brain:
                 return SaveResult(info.id, rel, info.version)
         return SaveResult(note_id, rel, file_version(data), indexed=indexed)
 
+    def _conflict(self, info: NoteInfo, exc: Conflict) -> Conflict:
+        """A refusal that carries what a model needs to merge: the note as it is now (its
+        content, capped, and its version), so it never has a reason to retry blind over a
+        person's edit."""
+        cap = CONFLICT_CONTENT_MAX
+        try:
+            now = parse_note(info.path, (self.root / info.path).read_bytes())
+        except (OSError, UnreadableNote):
+            return exc
+        current = {
+            "version": now.version,
+            "content": now.body[:cap],
+            "truncated": len(now.body) > cap,
+        }
+        return Conflict(
+            "the note changed since you read it (someone edited it): merge your change into "
+            "current.content, then retry with current.version; do not resend your old text",
+            current_version=now.version,
+            current=current,
+        )
+
     def _new_id(self) -> str:
         alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
         with self.index.read() as r:
@@ -450,13 +471,16 @@ class Brain:
             id=info.id,
         )
         self._check_size(new)
-        new_version = writer.replace_note_file(
-            self.root,
-            info.path,
-            version,
-            new,
-            allowed_folders=self.settings.write.allowed_folders,
-        )
+        try:
+            new_version = writer.replace_note_file(
+                self.root,
+                info.path,
+                version,
+                new,
+                allowed_folders=self.settings.write.allowed_folders,
+            )
+        except Conflict as exc:
+            raise self._conflict(info, exc) from None
         indexed = self.indexer.wrote(info.path)
         log.event("update", id=info.id, path=info.path, indexed=indexed)
         return SaveResult(info.id, info.path, new_version, indexed=indexed)
@@ -466,12 +490,15 @@ class Brain:
         if not version:
             raise InvalidInput("version is required: get the note first")
         info = self._find(ref)
-        trashed = writer.trash_note_file(
-            self.root,
-            info.path,
-            version,
-            allowed_folders=self.settings.write.allowed_folders,
-        )
+        try:
+            trashed = writer.trash_note_file(
+                self.root,
+                info.path,
+                version,
+                allowed_folders=self.settings.write.allowed_folders,
+            )
+        except Conflict as exc:
+            raise self._conflict(info, exc) from None
         self.indexer.wrote(info.path)
         log.event("delete", id=info.id, path=info.path, trashed_to=trashed)
         return trashed

@@ -363,3 +363,18 @@ def test_every_tool_argument_has_a_description(mcp):
     for tool in mcp.list_tools().tools:
         for name, schema in tool.input_schema["properties"].items():
             assert schema.get("description"), f"{tool.name}.{name} has no description"
+
+
+def test_conflict_carries_the_current_content_to_merge_into(mcp, tmp_path):
+    saved = save(mcp, "first draft of the packing list")
+    path = mcp.vault / saved["path"]
+    path.write_text(path.read_text() + "\nAdded by hand: the red scarf.\n")
+    reply = mcp.call(
+        "memory_update",
+        {"id": saved["id"], "version": saved["version"], "content": "model's rewrite"},
+    )
+    assert reply.is_error and reply.data["code"] == "CONFLICT"
+    current = reply.data["current"]
+    assert "the red scarf" in current["content"] and current["truncated"] is False
+    assert "merge" in reply.data["message"]
+    assert "model's rewrite" not in path.read_text()

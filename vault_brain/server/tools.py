@@ -287,7 +287,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="memory_update",
         description=(
             "Change a note: replace content or append to it, and/or set summary, tags, title. "
-            "A stale version fails with CONFLICT: read it again. Returns {id,version}."
+            "If it changed since you read it: CONFLICT with current {content,version}; merge "
+            "into that, never resend old text. Returns {id,version}."
         ),
         args={
             "id": _ID,
