@@ -225,13 +225,7 @@ class Indexer:
         self._publish_progress(None)
         self._changed.set()
         log.event(
-            "sync",
-            scanned=report.scanned,
-            added=report.added,
-            updated=report.updated,
-            removed=report.removed,
-            skipped=report.skipped,
-            ms=report.ms,
+            "sync", scanned=report.scanned, **report.counts(), skipped=report.skipped, ms=report.ms
         )
         return report
 
@@ -266,14 +260,7 @@ class Indexer:
         # vectors to make all the same.
         self._changed.set()
         if report.changed:
-            log.event(
-                "sync_paths",
-                paths=len(rels),
-                added=report.added,
-                updated=report.updated,
-                removed=report.removed,
-                ms=report.ms,
-            )
+            log.event("sync_paths", paths=len(rels), **report.counts(), ms=report.ms)
         return report
 
     def wrote(self, rel: str) -> bool:

@@ -436,14 +436,8 @@ class Watcher:
             self._paths_synced += len(paths)
             self._backoff = 0.0
             self.recent_batches.append(paths)
-        log.event(
-            "watch_batch",
-            paths=len(paths),
-            added=report.added,
-            updated=report.updated,
-            removed=report.removed,
-            ms=round((time.perf_counter() - started) * 1000, 1),
-        )
+        ms = round((time.perf_counter() - started) * 1000, 1)
+        log.event("watch_batch", paths=len(paths), **report.counts(), ms=ms)
         if self.settings.watch.poll and report.added + report.updated + report.removed:
             self._verify_after_poll(paths)
 
@@ -472,14 +466,9 @@ class Watcher:
         with self._cond:
             self._reconciles += 1
             self._backoff = 0.0
+        ms = round((time.perf_counter() - started) * 1000, 1)
         log.event(
-            "watch_reconcile",
-            reason=reason,
-            scanned=report.scanned,
-            added=report.added,
-            updated=report.updated,
-            removed=report.removed,
-            ms=round((time.perf_counter() - started) * 1000, 1),
+            "watch_reconcile", reason=reason, scanned=report.scanned, **report.counts(), ms=ms
         )
         if self.settings.watch.poll and report.added + report.updated + report.removed:
             self._verify_after_poll(())

@@ -167,43 +167,36 @@ class Reads:
             return set()
         return link_keys(row[0], json.loads(row[1] or "[]"))
 
-    def note_by_id(self, note_id: str) -> NoteInfo | None:
-        row = self._one(f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.id = ?", (note_id,))
+    def _first_note(self, where: str, params: Sequence[object], order: str = "") -> NoteInfo | None:
+        order_by = f" ORDER BY {order}" if order else ""
+        row = self._one(f"SELECT {NOTE_COLUMNS} FROM notes n {where}{order_by} LIMIT 1", params)
         return _info(row) if row else None
 
+    def note_by_id(self, note_id: str) -> NoteInfo | None:
+        return self._first_note("WHERE n.id = ?", (note_id,))
+
     def note_by_path(self, path: str) -> NoteInfo | None:
-        row = self._one(f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.path = ?", (path,))
-        if row is None:  # case-insensitive file systems and hand-typed paths
-            row = self._one(
-                f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.path = ? COLLATE NOCASE", (path,)
-            )
-        return _info(row) if row else None
+        # Then any case: case-insensitive file systems and hand-typed paths.
+        return self._first_note("WHERE n.path = ?", (path,)) or self._first_note(
+            "WHERE n.path = ? COLLATE NOCASE", (path,)
+        )
 
     def note_by_title(self, title: str) -> NoteInfo | None:
         """Exact title, any case; the shortest path first when several share it."""
-        row = self._one(
-            f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.title = ? COLLATE NOCASE "
-            "ORDER BY length(n.path), n.path LIMIT 1",
-            (title,),
+        return self._first_note(
+            "WHERE n.title = ? COLLATE NOCASE", (title,), "length(n.path), n.path"
         )
-        return _info(row) if row else None
 
     def note_by_alias(self, alias: str) -> NoteInfo | None:
-        row = self._one(
-            f"SELECT {NOTE_COLUMNS} FROM notes n JOIN aliases a ON a.note_rowid = n.rowid "
-            "WHERE a.alias_key = ? ORDER BY n.path LIMIT 1",
+        return self._first_note(
+            "JOIN aliases a ON a.note_rowid = n.rowid WHERE a.alias_key = ?",
             (alias.lower(),),
+            "n.path",
         )
-        return _info(row) if row else None
 
     def note_by_stem(self, stem: str) -> NoteInfo | None:
         """A file name without its folder (and without .md), anywhere in the vault."""
-        row = self._one(
-            f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.stem_key = ? "
-            "ORDER BY length(n.path), n.path LIMIT 1",
-            (stem.lower(),),
-        )
-        return _info(row) if row else None
+        return self._first_note("WHERE n.stem_key = ?", (stem.lower(),), "length(n.path), n.path")
 
     def redirect(self, old_id: str) -> str | None:
         """The id a moved note has now, if `old_id` was its id before the move."""
@@ -241,11 +234,7 @@ class Reads:
         return {r[0]: _info(r) for r in rows}
 
     def note_with_body(self, body_hash: str) -> NoteInfo | None:
-        row = self._one(
-            f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.body_hash = ? ORDER BY n.path LIMIT 1",
-            (body_hash,),
-        )
-        return _info(row) if row else None
+        return self._first_note("WHERE n.body_hash = ?", (body_hash,), "n.path")
 
     def list_notes(
         self, filters: Filters, limit: int, after: tuple[str, int] | None

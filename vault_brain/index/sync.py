@@ -47,6 +47,10 @@ class SyncReport:
     def changed(self) -> int:
         return self.added + self.updated + self.removed
 
+    def counts(self) -> dict[str, int]:
+        """What a log line says about this sync."""
+        return {"added": self.added, "updated": self.updated, "removed": self.removed}
+
 
 @dataclass(frozen=True)
 class SyncProgress:
