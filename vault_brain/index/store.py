@@ -660,19 +660,10 @@ class Writes(Reads):
         `note_rowids`; returns how many links changed. Resolution depends only on the notes
         the index holds, so doing this for every key a change touched gives what a full
         rebuild gives."""
-        wanted = set(keys)
-        rowids = list(note_rowids)
-        for start in range(0, len(rowids), 500):
-            part = rowids[start : start + 500]
-            marks = ",".join("?" * len(part))
-            wanted |= {
-                r[0]
-                for r in self._all(
-                    f"SELECT DISTINCT target_key FROM links WHERE note_rowid IN ({marks})", part
-                )
-            }
+        # Most keys of a note are never linked: only the ones some link uses are resolved.
+        present = self._link_keys_where("target_key", sorted(set(keys)))
+        present |= self._link_keys_where("note_rowid", list(note_rowids))
         changed = 0
-        present = self._present_keys(wanted)
         for key in sorted(present):
             target = self.resolve_key(key)
             cur = self._run(
@@ -682,19 +673,14 @@ class Writes(Reads):
             changed += cur.rowcount  # type: ignore[attr-defined]
         return changed
 
-    def _present_keys(self, keys: set[str]) -> set[str]:
-        """The keys some link actually uses (most keys of a note are never linked)."""
+    def _link_keys_where(self, column: str, values: Sequence[object]) -> set[str]:
+        """The distinct link target keys of links whose `column` is one of `values`."""
         found: set[str] = set()
-        listed = sorted(keys)
-        for start in range(0, len(listed), 500):
-            part = listed[start : start + 500]
+        for start in range(0, len(values), 500):
+            part = list(values[start : start + 500])
             marks = ",".join("?" * len(part))
-            found |= {
-                r[0]
-                for r in self._all(
-                    f"SELECT DISTINCT target_key FROM links WHERE target_key IN ({marks})", part
-                )
-            }
+            sql = f"SELECT DISTINCT target_key FROM links WHERE {column} IN ({marks})"
+            found |= {r[0] for r in self._all(sql, part)}
         return found
 
     # -- vectors -------------------------------------------------------------------------
