@@ -31,7 +31,12 @@ def vault(tmp_path: Path) -> Path:
 
 
 def all_files(root: Path) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if not p.is_dir())
+    """The vault's files, leaving out vault-brain's own folder (locks, history)."""
+    return sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if not p.is_dir() and ".vault-brain" not in p.relative_to(root).parts
+    )
 
 
 # --- atomic_write --------------------------------------------------------------------------

@@ -60,6 +60,22 @@ def vault_relative(root: Path, path: Path) -> str:
     return Path(path).relative_to(Path(root)).as_posix()
 
 
+def normalize_ref(ref: str) -> str:
+    """A note reference (path or name) as one spelling: NFC, '/' separators, no leading
+    './' or '/'. macOS writes file names decomposed (NFD) while clients type them composed:
+    compare references after this, never raw."""
+    text = unicodedata.normalize("NFC", str(ref)).strip().replace("\\", "/")
+    while text.startswith("./"):
+        text = text[2:]
+    return text.lstrip("/")
+
+
+def name_key(name: str) -> str:
+    """The key under which two names are the same note name on some disk: case- and
+    normalisation-insensitive (APFS, NTFS, and Obsidian's own link resolution)."""
+    return unicodedata.normalize("NFC", normalize_ref(name).casefold())
+
+
 def safe_filename(title: str) -> str:
     """An Obsidian-compatible file name for a title: "Release checklist" → "Release checklist.md".
 
