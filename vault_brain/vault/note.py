@@ -17,9 +17,9 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 import yaml
-from frontmatter.default_handlers import YAMLHandler
 
 from vault_brain.errors import VaultBrainError
+from vault_brain.vault.frontmatter import LOAD_ERRORS, load_block, split_frontmatter
 from vault_brain.vault.links import (
     Link,
     extract_links,
@@ -101,8 +101,6 @@ def parse_note(path: str, raw: bytes) -> Note:
             path=path,
         ) from exc
     text = text.removeprefix("\ufeff")
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
 
     warnings: list[str] = []
     meta, body, frontmatter_ok = _split_frontmatter(text, warnings)
@@ -130,42 +128,23 @@ def parse_note(path: str, raw: bytes) -> Note:
 
 # --- frontmatter -------------------------------------------------------------------------
 
-_FENCE_LINE = re.compile(r"^---[ \t]*$", re.MULTILINE)
-
-
-def _timestamp_or_text(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
-    """A date YAML cannot build (2026-02-30) stays text, so one typo cannot sink the rest."""
-    try:
-        return loader.construct_yaml_timestamp(node)
-    except ValueError:
-        return loader.construct_scalar(node)
-
-
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    pass
-
-
-_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
-_YAML = YAMLHandler()
-
 
 def _split_frontmatter(text: str, warnings: list[str]) -> tuple[dict[str, Any], str, bool]:
-    """(metadata with lowercased keys, body, ok). Obsidian's rule: '---' on the first line."""
-    first_line, newline, rest = text.partition("\n")
-    if first_line.rstrip(" \t") != "---":
-        return {}, text, True
-    closing = _FENCE_LINE.search(rest) if newline else None
-    if closing is None:
+    """(metadata with lowercased keys, body with "\n" line ends, ok), by the one reader
+    the updater uses too (vault/frontmatter.py)."""
+    parts = split_frontmatter(text)
+    if parts is None:
+        return {}, _newlines(text), True
+    if not parts.closed:
         warnings.append("frontmatter: opening '---' is never closed; whole file read as text")
-        return {}, text, False
-    block = rest[: closing.start()]
-    body = rest[closing.end() + 1 :]
+        return {}, _newlines(text), False
+    body = _newlines(parts.body)
     try:
-        data = _YAML.load(block, Loader=_Loader)
+        data = load_block(_newlines(parts.block))
     except yaml.YAMLError as exc:
         warnings.append(f"frontmatter: invalid YAML{_yaml_where(exc)}")
         return {}, body, False
-    except (ValueError, TypeError, RecursionError) as exc:
+    except LOAD_ERRORS as exc:
         warnings.append(f"frontmatter: YAML could not be loaded ({type(exc).__name__})")
         return {}, body, False
     if data is None:
@@ -179,6 +158,12 @@ def _split_frontmatter(text: str, warnings: list[str]) -> tuple[dict[str, Any], 
         if name not in meta or str(key) == name:
             meta[name] = value
     return meta, body, True
+
+
+def _newlines(text: str) -> str:
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
 
 
 def _yaml_where(exc: yaml.YAMLError) -> str:
