@@ -42,6 +42,7 @@ class VaultSettings:
     path: str = ""
     ignore: list[str] = field(default_factory=list)
     max_file_bytes: int = 5_000_000
+    follow_outside: list[str] = field(default_factory=list)  # folders symlinks may lead into
 
 
 @dataclass

@@ -80,9 +80,11 @@ _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 def derived_id(path: str) -> str:
     """8 base36 chars from the NFC vault-relative path: short for models, stable forever.
 
-    Depends on nothing but the path (case kept), so reindexing never changes it.
+    Depends on nothing but the path (case kept), so reindexing never changes it. Total:
+    a name that is not UTF-8 (undecodable bytes arrive as lone surrogates) still gets one.
     """
-    digest = hashlib.blake2b(unicodedata.normalize("NFC", path).encode("utf-8"), digest_size=8)
+    data = unicodedata.normalize("NFC", path).encode("utf-8", "surrogatepass")
+    digest = hashlib.blake2b(data, digest_size=8)
     number = int.from_bytes(digest.digest(), "big") % 36**8
     chars = []
     for _ in range(8):
