@@ -326,11 +326,20 @@ def _new_body(body: str, content: str | None, append: str | None, nl: str) -> st
         addition = _line_endings(append, nl)
         addition = re.sub(r"\A(?:[ \t]*(?:\r\n|\n|\r))+", "", addition)
         addition = _with_final_newline(addition, nl)
-        kept = re.sub(r"(?:(?:\r\n|\n|\r)[ \t]*)+\Z", "", body)
+        kept = _without_trailing_blank_lines(body)
         if not kept.strip():
             return addition
         return kept + nl + nl + addition
     return body
+
+
+def _without_trailing_blank_lines(body: str) -> str:
+    """The body without the line breaks (and blank lines) at its end; spaces that end its
+    last line stay. One pass: the regex for this was quadratic on "\\n " * 50_000."""
+    content = body.rstrip(" \t\r\n")
+    tail = body[len(content) :]
+    line_end = min((i for i in (tail.find("\r"), tail.find("\n")) if i >= 0), default=len(tail))
+    return content + tail[:line_end]
 
 
 def _line_endings(text: str, nl: str) -> str:
