@@ -445,3 +445,14 @@ def test_saves_killed_mid_write_leave_temps_that_the_cleanup_removes(vault: Path
     assert removed == len(temps)
     assert [p for p in (vault / "Saves").iterdir() if p.name.startswith(".")] == []
     assert all(p.stat().st_size == 4_000_000 for p in (vault / "Saves").iterdir())
+
+
+def test_a_note_that_links_to_a_file_that_is_not_markdown_is_never_written(vault: Path) -> None:
+    key = vault / "Projects" / "deploy.pem"
+    key.write_bytes(b"secret key")
+    (vault / "Projects" / "Deploy.md").symlink_to(key)
+    with pytest.raises(Forbidden):
+        replace_note_file(vault, "Projects/Deploy.md", file_version(b"secret key"), b"note")
+    with pytest.raises(Forbidden):
+        trash_note_file(vault, "Projects/Deploy.md", file_version(b"secret key"))
+    assert key.read_bytes() == b"secret key"

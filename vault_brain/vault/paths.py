@@ -44,7 +44,11 @@ def resolve_note_path(root: Path, rel: str, *, allowed_folders: Sequence[str] = 
     if not parts[-1].lower().endswith(".md"):
         parts[-1] += ".md"
         _check_component(parts[-1])
-    return _resolve(Path(root), parts, allowed_folders)
+    path = _resolve(Path(root), parts, allowed_folders)
+    if not path.name.lower().endswith(".md"):
+        # `Deploy.md -> keys/deploy.pem`: a note that is a link to some other kind of file.
+        raise Forbidden("this note is a link to a file that is not Markdown")
+    return path
 
 
 def resolve_folder_path(
