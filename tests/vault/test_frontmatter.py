@@ -145,3 +145,22 @@ def test_a_capitalised_title_is_replaced_and_a_capitalised_id_is_not_doubled() -
     assert b"zzz99999" not in new
     note = parse_note("N.md", new)
     assert (note.id, note.title) == ("abc123", "New")
+
+
+# --- through the service: what memory_update does with such notes ------------------------
+
+
+def test_updates_of_odd_notes_succeed_and_keep_their_keys(vault, brain) -> None:
+    vault.write("Dates.md", "---\ntitle: Dates\nupdated: 2024-02-30\nowner: sam\n---\nBody.\n")
+    vault.write("Mac.md", OLD_MAC)
+    vault.write("Tags.md", "---\nTags: [a, b]\nSummary: Old.\n---\nBody.\n")
+    brain.sync()
+    for rel in ("Dates.md", "Mac.md", "Tags.md"):
+        version = brain.get(rel).version
+        brain.update(rel, version, summary="", tags=[])
+    assert b"owner: sam\n" in (vault.root / "Dates.md").read_bytes()
+    mac = (vault.root / "Mac.md").read_bytes()
+    assert b"\n" not in mac and b"owner: sam\r" in mac
+    tags = (vault.root / "Tags.md").read_bytes()
+    assert b"Tags" not in tags and b"Summary" not in tags
+    assert brain.get("Tags.md").tags == []

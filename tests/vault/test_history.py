@@ -153,3 +153,12 @@ def test_history_folders_are_private(vault: Path) -> None:
     writer.replace_note_file(vault, REL, file_version(OLD), b"model's text")
     folder = history.note_folder(vault, REL)
     assert os.stat(folder).st_mode & 0o077 == 0
+
+
+def test_a_note_reached_through_a_linked_folder_has_one_history(vault: Path) -> None:
+    (vault / "Linked").symlink_to(vault / "Projects", target_is_directory=True)
+    writer.replace_note_file(vault, "Linked/Alpha.md", file_version(OLD), b"via the link")
+    assert [v.version for v in history.list_versions(vault, "Projects/Alpha.md")] == [
+        file_version(OLD)
+    ]
+    assert history.list_versions(vault, "Linked/Alpha.md") == history.list_versions(vault, REL)

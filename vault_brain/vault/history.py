@@ -27,6 +27,7 @@ from vault_brain import log
 from vault_brain.errors import Forbidden, InvalidInput, NotFound, Unavailable
 from vault_brain.vault.locks import state_dir
 from vault_brain.vault.note import file_version
+from vault_brain.vault.paths import resolve_note_path, vault_relative
 
 HISTORY_DIR = "history"
 KEEP_PER_NOTE = 20
@@ -103,10 +104,10 @@ def restore(
 
 
 def note_folder(root: Path, rel: str) -> Path:
-    """Where the versions of the note at vault-relative `rel` are kept."""
-    parts = [p for p in str(rel).replace("\\", "/").split("/") if p not in ("", ".")]
-    if not parts or any(p == ".." for p in parts):
-        raise InvalidInput("not a note path")
+    """Where the versions of the note at vault-relative `rel` are kept: by its real path, so
+    a note reached through a symlinked folder has one history."""
+    real_rel = vault_relative(Path(root), resolve_note_path(Path(root), rel))
+    parts = real_rel.split("/")
     base = state_dir(root) / HISTORY_DIR
     if sum(len(p.encode("utf-8", "surrogatepass")) + 1 for p in parts) > _MAX_MIRROR_BYTES:
         digest = hashlib.blake2b("/".join(parts).encode("utf-8", "surrogatepass"), digest_size=16)
