@@ -17,6 +17,7 @@ from vault_brain.vault.note import file_version
 RACE_SCALE = float(os.environ.get("VB_RACE_SCALE", "1"))
 ROUNDS = round(200 * RACE_SCALE)
 EDITOR_ROUNDS = round(200 * RACE_SCALE)
+DELETE_ROUNDS = round(100 * RACE_SCALE)
 # A long note (a journal, a pasted log): reading and hashing it before the rename takes a
 # while, which is where a save slips in.
 FILLER = b"A line of an old journal entry that goes on for a while.\n" * 20_000
@@ -145,18 +146,18 @@ def test_an_editor_save_racing_a_delete_stays_in_the_vault_or_the_trash(
     procs = [
         ctx.Process(
             target=race_workers.editor,
-            args=(str(root), EDITOR_ROUNDS, style, barrier, editor_jobs, results, True),
+            args=(str(root), DELETE_ROUNDS, style, barrier, editor_jobs, results, True),
         ),
         ctx.Process(
             target=race_workers.deleter,
-            args=(str(root), EDITOR_ROUNDS, barrier, deleter_jobs, results),
+            args=(str(root), DELETE_ROUNDS, barrier, deleter_jobs, results),
         ),
     ]
     for p in procs:
         p.start()
     deleted = saved = lost = 0
     try:
-        for r in range(EDITOR_ROUNDS):
+        for r in range(DELETE_ROUNDS):
             rel = f"Note {r}.md"
             marker = f"human line {r}".encode()
             (root / rel).write_bytes(f"# Note {r}\n\n".encode() + FILLER)
@@ -181,6 +182,6 @@ def test_an_editor_save_racing_a_delete_stays_in_the_vault_or_the_trash(
                 p.kill()
     print(
         f"\neditor {style} vs delete: {deleted} deletes landed, {saved} human saves, "
-        f"{lost} lost, of {EDITOR_ROUNDS} rounds"
+        f"{lost} lost, of {DELETE_ROUNDS} rounds"
     )
     assert lost == 0
