@@ -26,7 +26,7 @@ from pathlib import Path
 
 from vault_brain import log
 from vault_brain.errors import Conflict, Forbidden, InvalidInput, NotFound
-from vault_brain.vault import history
+from vault_brain.vault import kept
 from vault_brain.vault.locks import note_lock
 from vault_brain.vault.note import file_version
 from vault_brain.vault.paths import (
@@ -156,7 +156,7 @@ def replace_note_file(
         if not done:
             _replace_copy(root, note_rel, path, expected_version, new_data)
     _fsync_dir(path.parent)
-    history.maybe_prune(root, note_rel)
+    kept.maybe_prune(root, note_rel)
     return file_version(new_data)
 
 
@@ -167,7 +167,7 @@ def _swap_in(root: Path, note_rel: str, path: Path, expected: str, new_data: byt
     if _EXCHANGE is None:
         return False
     mode = _mode_of(path)
-    entry = history.new_entry(root, note_rel)
+    entry = kept.new_entry(root, note_rel)
     try:
         if os.stat(entry.parent).st_dev != os.stat(path.parent).st_dev:
             _discard(str(entry))
@@ -217,7 +217,7 @@ def _replace_aside(root: Path, note_rel: str, path: Path, expected: str, new_dat
     exactly what was at its path, whatever raced in), check those bytes, then give the new
     bytes the free name without overwriting (a save that lands meanwhile wins). The note is
     absent for the microseconds between the two steps. False across file systems."""
-    entry = history.new_entry(root, note_rel)
+    entry = kept.new_entry(root, note_rel)
     tmp: str | None = None
     try:
         if os.stat(entry.parent).st_dev != os.stat(path.parent).st_dev:
@@ -260,7 +260,7 @@ def _replace_copy(root: Path, note_rel: str, path: Path, expected: str, new_data
     tmp = _write_temp(path.parent, new_data, _mode_of(path))
     entry: Path | None = None
     try:
-        entry = history.new_entry(root, note_rel)
+        entry = kept.new_entry(root, note_rel)
         current = _read_current(path)
         _check_version(current, expected)
         _fill(entry, current, None)
