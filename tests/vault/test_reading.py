@@ -123,3 +123,14 @@ def test_a_key_linked_into_the_vault_is_never_indexed_nor_returned(vault, make_b
     assert [h.path for h in brain.search("b3BlbnNzaC1rZXktdjEAAAAA", mode="fts").hits] == []
     with pytest.raises(NotFound):
         brain.get("Setup notes.md")
+
+
+def test_a_folder_the_owner_trusts_is_indexed_through_its_link(vault, make_brain) -> None:
+    outside = vault.root.parent / "work-notes"
+    outside.mkdir()
+    (outside / "Plan.md").write_text("# Plan\n\nThe quarterly wombat plan.\n", encoding="utf-8")
+    os.symlink(outside, vault.root / "Work")
+    assert [h.path for h in make_brain().search("wombat", mode="fts").hits] == []
+    trusting = make_brain(vault={"follow_outside": [str(outside)]})
+    assert [h.path for h in trusting.search("wombat", mode="fts").hits] == ["Work/Plan.md"]
+    assert "quarterly wombat" in trusting.get("Work/Plan.md").content
