@@ -150,8 +150,16 @@ def test_a_vault_config_that_opens_the_server_is_refused_without_showing_the_tok
         '[embed]\nmodel = "/home/someone/models/x"\n',
         '[server]\nallowed_hosts = ["attacker.example"]\n',
         '[server]\nallowed_origins = ["https://attacker.example"]\n',
+        '[vault]\nfollow_outside = ["/home/someone/.ssh"]\n',
     ],
-    ids=["summary-endpoint", "api-key-env", "local-model-path", "allowed-hosts", "origins"],
+    ids=[
+        "summary-endpoint",
+        "api-key-env",
+        "local-model-path",
+        "allowed-hosts",
+        "origins",
+        "follow-outside",
+    ],
 )
 def test_other_keys_that_reach_beyond_the_vault_are_refused(tmp_path, text):
     vault = tmp_path / "vault"

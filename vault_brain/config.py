@@ -42,6 +42,7 @@ class VaultSettings:
     path: str = ""
     ignore: list[str] = field(default_factory=list)
     max_file_bytes: int = 5_000_000
+    follow_outside: list[str] = field(default_factory=list)  # folders symlinks may lead into
 
 
 @dataclass
@@ -397,6 +398,8 @@ def needs_trust(section: str, key: str, s: Settings) -> str | None:
         if not value or _inside(s.index_path, s.vault_path / INDEX_DIR):
             return None
         return "puts the index (which vault-brain writes) outside the vault's .vault-brain folder"
+    if (section, key) == ("vault", "follow_outside"):
+        return "lets symlinks in the vault lead to files outside it" if value else None
     if (section, key) == ("server", "host"):
         return None if is_loopback(value) else "opens the server to the network"
     if (section, key) == ("server", "token"):

@@ -107,6 +107,13 @@ def test_derived_id_is_base36_of_the_path_hash():
     assert int(derived_id("Zettel/Idee.md"), 36) == int.from_bytes(digest, "big") % 36**8
 
 
+@pytest.mark.parametrize("path", ["caf\udce9.md", "\ud800.md", "a/\udcff\udcfe/b.md"])
+def test_derived_id_is_total_even_for_names_that_are_not_utf8(path):
+    assert re.fullmatch(r"[0-9a-z]{8}", derived_id(path))
+    assert derived_id(path) == derived_id(path)
+    assert derived_id(path) != derived_id("caf.md")
+
+
 def test_derived_id_is_the_same_for_nfc_and_nfd_paths():
     path = "Notizen/Übersicht.md"
     nfd = unicodedata.normalize("NFD", path)

@@ -135,11 +135,20 @@ def test_symlink_loop_to_parent_is_skipped(vault):
     assert result.skipped == [("a/up", "symlink loop or folder already scanned")]
 
 
-def test_symlinked_folder_outside_the_vault_is_followed(vault, tmp_path):
+def test_symlinked_folder_outside_the_vault_is_skipped_with_reason(vault, tmp_path):
     outside = tmp_path / "elsewhere"
     write(outside, "shared.md")
     os.symlink(outside, vault / "ext")
-    assert paths(scan_vault(vault)) == ["ext/shared.md"]
+    result = scan_vault(vault)
+    assert paths(result) == []
+    assert result.skipped == [("ext", "symlink leads outside the vault")]
+
+
+def test_symlinked_folder_outside_the_vault_is_followed_when_trusted(vault, tmp_path):
+    outside = tmp_path / "elsewhere"
+    write(outside, "shared.md")
+    os.symlink(outside, vault / "ext")
+    assert paths(scan_vault(vault, follow_outside=[str(outside)])) == ["ext/shared.md"]
 
 
 def test_loop_inside_a_symlinked_folder_is_skipped(vault, tmp_path):
@@ -147,7 +156,7 @@ def test_loop_inside_a_symlinked_folder_is_skipped(vault, tmp_path):
     write(outside, "sub/shared.md")
     os.symlink(outside, outside / "sub" / "again")
     os.symlink(outside, vault / "ext")
-    result = scan_vault(vault)
+    result = scan_vault(vault, follow_outside=[str(outside)])
     assert paths(result) == ["ext/sub/shared.md"]
     assert [p for p, _ in result.skipped] == ["ext/sub/again"]
 
@@ -164,7 +173,88 @@ def test_symlinked_file_uses_the_target_stat(vault, tmp_path):
     target = write(tmp_path / "elsewhere", "t.md", "0123456789")
     os.utime(target, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_042))
     os.symlink(target, vault / "linked.md")
-    assert scan_vault(vault).files == [FileStat("linked.md", 1_600_000_000_000_000_042, 10)]
+    assert scan_vault(vault, follow_outside=[str(target.parent)]).files == [
+        FileStat("linked.md", 1_600_000_000_000_000_042, 10)
+    ]
+
+
+# --- symlinks that lead out of the vault (issue 11, item 9) -----------------------------
+
+
+def test_a_note_linked_to_a_key_outside_the_vault_is_skipped(vault, tmp_path):
+    key = write(tmp_path / "outside" / "home" / ".ssh", "id_rsa", "-----BEGIN KEY-----\n")
+    os.symlink(os.path.relpath(key, vault), vault / "Setup notes.md")
+    write(vault, "ok.md")
+    result = scan_vault(vault)
+    assert paths(result) == ["ok.md"]
+    assert result.skipped == [("Setup notes.md", "symlink leads outside the vault")]
+
+
+def test_a_note_linked_to_markdown_outside_the_vault_is_skipped(vault, tmp_path):
+    outside = write(tmp_path / "outside", "diary.md")
+    os.symlink(outside, vault / "Diary.md")
+    assert scan_vault(vault).skipped == [("Diary.md", "symlink leads outside the vault")]
+
+
+def test_a_note_linked_to_a_file_that_is_not_markdown_is_skipped_even_inside(vault):
+    write(vault, "keys/deploy.pem", "secret")
+    os.symlink(vault / "keys" / "deploy.pem", vault / "Deploy.md")
+    assert scan_vault(vault).skipped == [
+        ("Deploy.md", "symlink leads to a file that is not Markdown")
+    ]
+
+
+def test_a_trusted_folder_still_gives_no_file_that_is_not_markdown(vault, tmp_path):
+    key = write(tmp_path / "outside", "id_rsa", "secret")
+    os.symlink(key, vault / "Key.md")
+    result = scan_vault(vault, follow_outside=[str(tmp_path / "outside")])
+    assert result.skipped == [("Key.md", "symlink leads to a file that is not Markdown")]
+
+
+def test_links_into_hidden_folders_of_the_vault_are_skipped(vault):
+    write(vault, ".git/notes.md")
+    write(vault, ".trash/old.md")
+    os.symlink(vault / ".git", vault / "Repo")
+    os.symlink(vault / ".trash" / "old.md", vault / "Old.md")
+    result = scan_vault(vault)
+    assert paths(result) == []
+    assert result.skipped == [
+        ("Old.md", "symlink leads into a hidden folder"),
+        ("Repo", "symlink leads into a hidden folder"),
+    ]
+
+
+def test_a_note_linked_to_another_note_inside_the_vault_is_followed(vault):
+    write(vault, "Real/Note.md")
+    os.symlink(vault / "Real" / "Note.md", vault / "Alias.md")
+    assert paths(scan_vault(vault)) == ["Alias.md", "Real/Note.md"]
+
+
+def test_a_subfolder_scan_through_a_link_out_of_the_vault_finds_nothing(vault, tmp_path):
+    write(tmp_path / "outside", "leak.md")
+    os.symlink(tmp_path / "outside", vault / "ext")
+    result = scan_vault(vault / "ext", under="ext")
+    assert paths(result) == []
+    assert result.skipped == [("", "symlink leads outside the vault")]
+
+
+# --- names that are not UTF-8 (item 14) -------------------------------------------------
+
+
+@pytest.mark.skipif(os.name == "nt", reason="Windows file names are always Unicode")
+def test_a_file_name_that_is_not_utf8_is_skipped_with_a_reason(vault):
+    write(vault, "a.md")
+    with open(os.path.join(os.fsencode(vault), b"caf\xe9.md"), "wb") as fh:
+        fh.write(b"# Caf\xc3\xa9\n")
+    os.mkdir(os.path.join(os.fsencode(vault), b"dir\xff"))
+    with open(os.path.join(os.fsencode(vault), b"dir\xff", b"n.md"), "wb") as fh:
+        fh.write(b"x")
+    result = scan_vault(vault)
+    assert paths(result) == ["a.md"]
+    assert result.skipped == [
+        ("caf\ufffd.md", "file name is not valid UTF-8"),
+        ("dir\ufffd", "file name is not valid UTF-8"),
+    ]
 
 
 def test_dangling_symlink_is_skipped_with_reason(vault, tmp_path):

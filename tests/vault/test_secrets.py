@@ -116,3 +116,66 @@ def test_adversarial_text_is_checked_in_linear_time(unit: str) -> None:
 
 def test_tool_settings_that_mention_tokens_are_not_secrets() -> None:
     assert find_secret("tokenizer: cl100k_base\nmax_tokens: 4096") is None
+
+
+# --- formats the filter used to miss (issue 11, item 25) ----------------------------------
+
+STRIPE = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+HF = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh"
+NPM = "npm_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+GITLAB = "glpat-" + "x9Yz8W7v6U5t4S3r2Q1p"
+SENDGRID = "SG." + "ngeVfQFYQlKU0ufo8x5d1A" + "." + "TwL2iGABf9DHoTf-09kqeF8tAmbihYzrnopKc-1s5cr"
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("DATABASE_URL=postgres://admin:S3cretPass9@db.internal:5432/app", "password in a URL"),
+        ("mysql://app:hunter2pass@localhost/shop", "password in a URL"),
+        ("mongodb+srv://ops:p4ssw0rdXyZ@cluster0.ab1cd.mongodb.net/test", "password in a URL"),
+        ("cache at redis://:Zq8wLmN4vR@cache:6379/0", "password in a URL"),
+        (f"stripe {STRIPE}", "Stripe API key"),
+        ("rk_live_" + "51H8xYzAbCdEfGhIjKlMnOp", "Stripe API key"),
+        (f"HF_TOKEN={HF}", "Hugging Face token"),
+        (f"//registry.npmjs.org/:_authToken={NPM}", "npm token"),
+        (f"gitlab {GITLAB}", "GitLab token"),
+        (f"SENDGRID_API_KEY={SENDGRID}", "SendGrid API key"),
+        ("-----begin rsa private key-----\nMIIE\n", "private key"),
+        ("----BEGIN PRIVATE KEY----\nMIIE\n", "private key"),
+        ("-----BEGIN ENCRYPTED PRIVATE KEY-----", "private key"),
+        ("-----BEGIN PGP PRIVATE KEY BLOCK-----", "private key"),
+        ("ghp_" + "aB3dE5fG7hJ9\u200bkL1mN3pQ5rS7tU9vW1xY3z5A", "GitHub token"),
+        ("key ｓｋ－" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0", "OpenAI API key"),
+        ("ｇｈｐ＿" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A", "GitHub token"),
+        ("AKIA\u200c" + "Z3MHALDQ2B7XK4PN", "AWS access key"),
+    ],
+)
+def test_more_credential_formats_are_found(text: str, kind: str) -> None:
+    assert find_secret(text) == kind
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pwd: /home/alice/projects2/notes",
+        "pwd = ~/work/2024/taxes",
+        "cwd: /var/lib/app3/data",
+        "postgres://app@db.internal:5432/app",
+        "postgres://app:${DB_PASSWORD}@db.internal/app",
+        "postgres://user:<password>@localhost/db",
+        "postgres://user:password@localhost/db",
+        "https://example.com:8080/path?q=1",
+        "see https://en.wikipedia.org/wiki/User:Example@home",
+        "sk_live_" + "x" * 24,
+        "stripe keys start with sk_live_ and rk_live_",
+        "hf_hub_download(repo_id='org/model', filename='config.json')",
+        "npm_config_cache is a folder",
+        "-----BEGIN PUBLIC KEY-----\nMIIB\n",
+        "-----BEGIN CERTIFICATE-----\nMIID\n",
+        "SG.reference to section 4.2",
+        "a zero\u200bwidth space in prose",
+        "ｆｕｌｌｗｉｄｔｈ text is just text",
+    ],
+)
+def test_paths_urls_and_lookalikes_are_not_secrets(text: str) -> None:
+    assert find_secret(text) is None

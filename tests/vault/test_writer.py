@@ -5,21 +5,28 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import subprocess
+import sys
 import threading
+import time
+import unicodedata
 from pathlib import Path
 
 import pytest
 
 from vault_brain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from vault_brain.vault.note import file_version
+from vault_brain.vault.paths import name_key, normalize_ref
 from vault_brain.vault.writer import (
     atomic_write,
+    clean_stale_temps,
     create_note_file,
     replace_note_file,
     trash_note_file,
 )
 
 OLD = b"# Alpha\n\nThe person's words.\n"
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -31,7 +38,12 @@ def vault(tmp_path: Path) -> Path:
 
 
 def all_files(root: Path) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if not p.is_dir())
+    """The vault's files, leaving out vault-brain's own folder (locks, history)."""
+    return sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if not p.is_dir() and ".vault-brain" not in p.relative_to(root).parts
+    )
 
 
 # --- atomic_write --------------------------------------------------------------------------
@@ -339,3 +351,108 @@ def test_create_without_hard_links_still_never_overwrites(
     assert (vault / rel).read_bytes() == b"new alpha"
     assert (vault / "Projects" / "Alpha.md").read_bytes() == OLD
     assert all_files(vault) == ["Projects/Alpha 2.md", "Projects/Alpha.md"]
+
+
+# --- names that differ only in spelling (issue 11, item 24) -------------------------------
+
+
+def test_a_same_title_save_beside_a_decomposed_name_gets_a_number(vault: Path) -> None:
+    nfd = unicodedata.normalize("NFD", "Café.md")  # how macOS writes it
+    (vault / "Projects" / nfd).write_bytes(b"the person's cafe note")
+    rel = create_note_file(vault, "Projects", "Café", b"the model's note")
+    assert rel == "Projects/Café 2.md"
+    assert (vault / "Projects" / nfd).read_bytes() == b"the person's cafe note"
+    names = {unicodedata.normalize("NFC", n) for n in os.listdir(vault / "Projects")}
+    assert names == {"Alpha.md", "Café.md", "Café 2.md"}
+
+
+def test_a_same_title_save_beside_another_case_gets_a_number(vault: Path) -> None:
+    assert create_note_file(vault, "Projects", "ALPHA", b"x") == "Projects/ALPHA 2.md"
+    assert (vault / "Projects" / "Alpha.md").read_bytes() == OLD
+
+
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [
+        (unicodedata.normalize("NFD", "Notizen/Übersicht.md"), "Notizen/Übersicht.md"),
+        ("./Inbox.md", "Inbox.md"),
+        ("\\Folder\\Note.md", "Folder/Note.md"),
+        ("  Note.md ", "Note.md"),
+    ],
+)
+def test_normalize_ref_gives_one_spelling_for_lookups(ref: str, expected: str) -> None:
+    assert normalize_ref(ref) == expected
+    assert name_key(ref) == expected.casefold()
+
+
+# --- temp files left by a killed save (item 8) -------------------------------------------
+
+
+def _age(path: Path, seconds: float) -> None:
+    old = time.time() - seconds
+    os.utime(path, (old, old))
+
+
+def test_stale_temp_files_of_ours_are_removed_and_nothing_else(vault: Path, tmp_path: Path) -> None:
+    stale = [vault / ".vb-abc_1234.tmp", vault / "Projects" / ".vb-zz99yy88.tmp"]
+    fresh = vault / "Projects" / ".vb-fresh001.tmp"
+    not_ours = [
+        vault / "Projects" / ".vb-notes.tmp",  # not mkstemp's shape
+        vault / "Projects" / "vb-abcdefgh.tmp",
+        vault / "Projects" / ".vb-abcdefgh.md",
+        vault / ".obsidian" / ".vb-abcdefgh.tmp",  # a dot-folder: never ours
+    ]
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (vault / "linked").symlink_to(outside, target_is_directory=True)
+    not_ours.append(outside / ".vb-abcdefgh.tmp")
+    for path in [*stale, fresh, *not_ours]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"full note text")
+        if path is not fresh:
+            _age(path, 3600)
+    assert clean_stale_temps(vault) == 2
+    assert not any(p.exists() for p in stale)
+    assert fresh.exists() and all(p.exists() for p in not_ours)
+    assert (vault / "Projects" / "Alpha.md").read_bytes() == OLD
+
+
+def test_saves_killed_mid_write_leave_temps_that_the_cleanup_removes(vault: Path) -> None:
+    """kill -9 a process that is saving long notes, again and again; then every leftover
+    temp file is ours and goes, and every note that landed is whole."""
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from vault_brain.vault.writer import create_note_file\n"
+        "data = b'x' * 4_000_000\n"
+        "print('ready', flush=True)\n"
+        "while True:\n"
+        "    create_note_file(Path(sys.argv[1]), 'Saves', 'Long', data)\n"
+    )
+    for i in range(8):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script, str(vault)], stdout=subprocess.PIPE, cwd=REPO
+        )
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        time.sleep(0.05 + 0.03 * i)
+        proc.kill()
+        proc.wait()
+    temps = [p for p in (vault / "Saves").iterdir() if p.name.startswith(".vb-")]
+    for path in temps:
+        _age(path, 3600)
+    removed = clean_stale_temps(vault)
+    print(f"\n{len(temps)} temp files left by 8 kill -9, {removed} removed")
+    assert removed == len(temps)
+    assert [p for p in (vault / "Saves").iterdir() if p.name.startswith(".")] == []
+    assert all(p.stat().st_size == 4_000_000 for p in (vault / "Saves").iterdir())
+
+
+def test_a_note_that_links_to_a_file_that_is_not_markdown_is_never_written(vault: Path) -> None:
+    key = vault / "Projects" / "deploy.pem"
+    key.write_bytes(b"secret key")
+    (vault / "Projects" / "Deploy.md").symlink_to(key)
+    with pytest.raises(Forbidden):
+        replace_note_file(vault, "Projects/Deploy.md", file_version(b"secret key"), b"note")
+    with pytest.raises(Forbidden):
+        trash_note_file(vault, "Projects/Deploy.md", file_version(b"secret key"))
+    assert key.read_bytes() == b"secret key"

@@ -184,7 +184,16 @@ _LINE = re.compile(
     r"\n(?: {0,3}(?P<hashes>#{1,6})(?=[ \t\r\n]|$)(?P<htext>[^\n]*)"
     r"|[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*))"
 )
-_CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+$")
+
+
+def _heading_text(raw: str) -> str:
+    """A heading's text without closing '#'s (after a space, or all of it) and the spaces
+    around, in one pass (the regex `(?:^|[ \\t]+)#+$` was quadratic on long space runs)."""
+    text = raw.strip()
+    head = text.rstrip("#")
+    if head != text and (not head or head[-1] in " \t"):
+        return head.strip()
+    return text
 
 
 def _sections(title: str, body: str) -> list[tuple[int, tuple[str, ...]]]:
@@ -206,7 +215,7 @@ def _sections(title: str, body: str) -> list[tuple[int, tuple[str, ...]]]:
         if fence is not None:
             continue
         level = len(m.group("hashes"))
-        text = _CLOSING_HASHES.sub("", m.group("htext").strip()).strip()
+        text = _heading_text(m.group("htext"))
         while stack and stack[-1][0] >= level:
             stack.pop()
         is_title = level == 1 and text.casefold() == folded_title

@@ -9,11 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vault_brain.config import Settings
+from vault_brain.errors import VaultBrainError
 from vault_brain.index.chunking import chunk_note
 from vault_brain.index.hashes import iso_utc, text_hash
 from vault_brain.index.records import ChunkRow, LinkRow, NoteRow
 from vault_brain.index.text import fts_text
 from vault_brain.vault.note import Note, UnreadableNote, parse_note
+from vault_brain.vault.reading import read_note_bytes
 from vault_brain.vault.scan import FileStat
 
 
@@ -91,9 +93,11 @@ def prepare(
 ) -> Prepared:
     """Everything about one file that needs no database: pure, so it can run anywhere."""
     try:
-        raw = (root / stat.path).read_bytes()
+        raw = read_note_bytes(root, stat.path, settings.vault.follow_outside)
     except (FileNotFoundError, NotADirectoryError):
         return Prepared(stat, "gone")  # vanished between the stat and the read
+    except VaultBrainError as exc:  # a symlink out of the vault, a name that is not UTF-8
+        return Prepared(stat, "invalid", reason=exc.message)
     except OSError as exc:
         return Prepared(stat, "unreadable", reason=exc.__class__.__name__)
     if known_hash is not None and hashlib.blake2b(raw, digest_size=16).hexdigest() == known_hash:

@@ -83,7 +83,7 @@ class Syncer:
         v = self.settings.vault
         if progress is not None:
             progress(SyncProgress("scan", 0, 0))
-        scan = scan_vault(self.root, v.ignore, v.max_file_bytes)
+        scan = scan_vault(self.root, v.ignore, v.max_file_bytes, follow_outside=v.follow_outside)
         for path, reason in scan.skipped:
             log.warn("file_skipped", path=path, reason=reason)
         for folder in scan.unreadable_dirs:
@@ -125,7 +125,9 @@ class Syncer:
                 continue
             if is_dir:
                 try:
-                    sub = scan_vault(full, v.ignore, v.max_file_bytes, under=rel)
+                    sub = scan_vault(
+                        full, v.ignore, v.max_file_bytes, under=rel, follow_outside=v.follow_outside
+                    )
                 except NotFound:  # gone between the check and the scan
                     continue
                 except Unavailable:  # cannot be listed: keep what the index holds

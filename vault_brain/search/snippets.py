@@ -6,25 +6,42 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+# Linear on any input (a regex that scans to the end once per '[' or '<!--' is quadratic):
+# bracket classes exclude '[', link targets allow one level of parentheses, per-line
+# patterns never run past a line end, and comments are cut by str.find.
+_PARENS = r"\((?:[^()]|\([^()]*\))*\)"
 _MARKUP = [
     (re.compile(r"```.*?```", re.S), " "),
-    (re.compile(r"!\[\[[^\]]*\]\]"), " "),
-    (re.compile(r"\[\[([^\]|#]*)(?:#[^\]|]*)?\|([^\]]*)\]\]"), r"\2"),
-    (re.compile(r"\[\[([^\]|#]*)(?:#([^\]|]*))?\]\]"), r"\1"),
-    (re.compile(r"!\[[^\]]*\]\([^)]*\)"), " "),
-    (re.compile(r"\[([^\]]*)\]\([^)]*\)"), r"\1"),
-    (re.compile(r"<!--.*?-->", re.S), " "),
-    (re.compile(r"^\s{0,3}#{1,6}\s+", re.M), ""),
-    (re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?", re.M), ""),
+    (re.compile(r"!\[\[[^\[\]]*\]\]"), " "),
+    (re.compile(r"\[\[([^\[\]|#]*)(?:#[^\[\]|]*)?\|([^\[\]]*)\]\]"), r"\2"),
+    (re.compile(r"\[\[([^\[\]|#]*)(?:#([^\[\]|]*))?\]\]"), r"\1"),
+    (re.compile(r"!\[[^\[\]]*\]" + _PARENS), " "),
+    (re.compile(r"\[([^\[\]]*)\]" + _PARENS), r"\1"),
+    (None, " "),  # <!-- comments -->
+    (re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+", re.M), ""),
+    (re.compile(r"^[ \t]*+(?:[-*+]|\d++[.)])[ \t]++(?:\[[ xX]\][ \t]+)?", re.M), ""),
     (re.compile(r"[*_`~>|]+"), " "),
     (re.compile(r"\s+"), " "),
 ]
 
 
+def _drop_comments(text: str, repl: str) -> str:
+    """`<!-- ... -->` out; an unclosed one stays (as the regex `<!--.*?-->` left it)."""
+    parts = []
+    pos = 0
+    while (start := text.find("<!--", pos)) >= 0:
+        end = text.find("-->", start + 4)
+        if end < 0:
+            break
+        parts += [text[pos:start], repl]
+        pos = end + 3
+    return "".join(parts) + text[pos:] if parts else text
+
+
 def plain_text(markdown: str) -> str:
     text = markdown
     for pattern, repl in _MARKUP:
-        text = pattern.sub(repl, text)
+        text = _drop_comments(text, repl) if pattern is None else pattern.sub(repl, text)
     return text.strip()
 
 

@@ -11,26 +11,27 @@ import re
 
 # Reasoning blocks that models (DeepSeek-R1, Qwen3, ...) and chat templates emit.
 _TAGS = r"think|thinking|thought|thoughts|reasoning|reflection|analysis"
-_BLOCK = re.compile(rf"<({_TAGS})\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
-_OPEN = re.compile(rf"<({_TAGS})\b[^>]*>", re.IGNORECASE)
+_OPEN = re.compile(rf"<({_TAGS})\b[^<>]*>", re.IGNORECASE)
 _CLOSE = re.compile(rf"</({_TAGS})\s*>", re.IGNORECASE)
 # "Reasoning: ..." preambles, and the label that ends them.
+# Every run below is unambiguous (\s is part of \W; a colon ends the run before it), so a
+# reply of 100k spaces or newlines is read once, not once per character.
 _PREAMBLE = re.compile(
-    r"^\W*(reasoning|thinking|thoughts|thought process|analysis|chain of thought)\W*\s*[:：]",
+    r"^\W*+(reasoning|thinking|thoughts|thought process|analysis|chain of thought)[^\w:：]*[:：]",
     re.IGNORECASE,
 )
 _ANSWER_LABEL = re.compile(
-    r"^\W*(final answer|answer|final summary|summary|tl;?dr)\W*\s*[:：]\W*",
+    r"^[^\w\n]*+(final answer|answer|final summary|summary|tl;?dr)[^\w:：]*[:：]\W*",
     re.IGNORECASE | re.MULTILINE,
 )
 # "Here is a one-sentence summary of the note:" and bare "Summary:" at the start.
 _LEAD_IN = re.compile(
     r"^\W*(?:(?:sure|okay|ok)[,.!]?\s*)?(?:here(?:'s| is) (?:a|the|your) [^:\n]{0,60}"
-    r"summary[^:\n]{0,40}|summary|tl;?dr)\s*\**\s*[:：]\s*\**\s*",
+    r"summary[^:\n]{0,40}|summary|tl;?dr)\s*(?:\*+\s*)?[:：]\s*(?:\*+\s*)?",
     re.IGNORECASE,
 )
-_FENCE_LINE = re.compile(r"^\s*(```|~~~)[\w-]*\s*$", re.MULTILINE)
-_QUOTE_MARK = re.compile(r"^\s*>\s?", re.MULTILINE)
+_FENCE_LINE = re.compile(r"^[ \t]*+(```|~~~)[\w-]*+[ \t]*+$", re.MULTILINE)
+_QUOTE_MARK = re.compile(r"^[ \t]*+>[ \t]?", re.MULTILINE)
 _QUOTES = [('"', '"'), ("'", "'"), ("“", "”"), ("„", "“"), ("«", "»"), ("「", "」"), ("`", "`")]
 _EMPHASIS = ("***", "**", "__", "*", "_")
 # A full stop and any closing quotes: followed by a space (Latin scripts) or not (CJK).
@@ -40,7 +41,7 @@ ELLIPSIS = "…"
 
 def strip_reasoning(text: str) -> str:
     """The reply without reasoning: tagged blocks, an unclosed block, a labelled preamble."""
-    text = _BLOCK.sub("", text)
+    text = _drop_blocks(text)
     closes = list(_CLOSE.finditer(text))
     if closes:
         # A closing tag without its opening (the template opened it): the answer follows it.
@@ -57,6 +58,28 @@ def strip_reasoning(text: str) -> str:
             parts = re.split(r"\n\s*\n", text.strip(), maxsplit=1)
             text = parts[1] if len(parts) > 1 else ""
     return text
+
+
+def _drop_blocks(text: str) -> str:
+    """Tagged blocks out, each opening tag to the nearest closing tag of its name. A tag
+    with no closing tag left is never looked for again (a regex did, once per opener)."""
+    parts = []
+    pos = 0
+    dead: set[str] = set()
+    search_from = 0
+    while (opened := _OPEN.search(text, search_from)) is not None:
+        name = opened.group(1).lower()
+        if name in dead:
+            search_from = opened.end()
+            continue
+        closer = re.compile(rf"</{name}\s*>", re.IGNORECASE).search(text, opened.end())
+        if closer is None:
+            dead.add(name)
+            search_from = opened.end()
+            continue
+        parts.append(text[pos : opened.start()])
+        pos = search_from = closer.end()
+    return "".join(parts) + text[pos:]
 
 
 def _unwrap(text: str) -> str:

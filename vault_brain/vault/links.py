@@ -7,6 +7,7 @@ inline code spans are blanked out (same length, newlines kept), so C++ attribute
 
 from __future__ import annotations
 
+import bisect
 import posixpath
 import re
 import unicodedata
@@ -24,10 +25,12 @@ class Link:
 
 # A fence opens a code block: ``` or ~~~ (3 or more). Any indentation and blockquote
 # markers are accepted, so fences nested in list items and callouts count as code too.
-_FENCE_OPEN = re.compile(r"^[ \t]*(?:>[ \t]?)*[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
-_FENCE_CLOSE = re.compile(r"^[ \t]*(?:>[ \t]?)*[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*$")
+# Possessive runs (*+): nothing after them can use what they give back, and without them a
+# line of 60k spaces took minutes (each split of the run between the two [ \t]* was tried).
+_FENCE_OPEN = re.compile(r"^[ \t]*+(?:>[ \t]?+)*+[ \t]*+(?P<fence>`{3,}+|~{3,}+)(?P<info>.*)$")
+_FENCE_CLOSE = re.compile(r"^[ \t]*+(?:>[ \t]?+)*+[ \t]*+(?P<fence>`{3,}+|~{3,}+)[ \t]*+$")
 _BACKTICKS = re.compile(r"`+")
-_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_BLANK_LINE_AT = re.compile(r"(?=\n[ \t]*+\n)")
 _WIKILINK = re.compile(r"(?P<bang>!?)\[\[(?P<inner>[^\[\]\n]+?)\]\]")
 _TAG_START = re.compile(r"(?<!\S)#(?P<run>[^\s#]+)")
 _TAG_PUNCT = frozenset("_-/")
@@ -76,33 +79,55 @@ def mask_code(text: str) -> str:
 
 
 def _mask_code_spans(text: str) -> str:
-    """CommonMark code spans: a run of n backticks closes at the next run of exactly n."""
+    """Blank out inline code spans (see code_spans), keeping length and newlines."""
     out = list(text)
+    for start, _, _, end in code_spans(text):
+        for i in range(start, end):
+            if out[i] != "\n":
+                out[i] = " "
+    return "".join(out)
+
+
+def code_spans(text: str) -> list[tuple[int, int, int, int]]:
+    """CommonMark code spans: a run of n backticks closes at the next run of exactly n, before
+    a blank line; "\\`" is a literal backtick. (start, content start, content end, end) each.
+
+    Linear: every run and blank line is found once and closers are looked up by width, so
+    thousands of unmatched backticks cost no more than reading them.
+    """
+    if "`" not in text:
+        return []
+    runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(text)]
+    starts = [start for start, _ in runs]
+    by_width: dict[int, list[int]] = {}
+    for i, (start, end) in enumerate(runs):
+        by_width.setdefault(end - start, []).append(i)
+    blanks = [m.start() for m in _BLANK_LINE_AT.finditer(text)]
+    spans = []
     pos = 0
-    while True:
-        opener = _BACKTICKS.search(text, pos)
-        if opener is None:
-            break
-        start, end = opener.span()
+    i = 0
+    while i < len(runs):
+        start, end = runs[i]
+        start = max(start, pos)
+        if start >= end:
+            i += 1
+            continue
         if _escaped(text, start):
             pos = start + 1  # "\`" is a literal backtick; the rest of the run may still open
             continue
-        width = end - start
-        blank = _BLANK_LINE.search(text, end)
-        limit = blank.start() if blank else len(text)
-        closer = None
-        for candidate in _BACKTICKS.finditer(text, end, limit):
-            if candidate.end() - candidate.start() == width:
-                closer = candidate
-                break
-        if closer is None:
+        b = bisect.bisect_left(blanks, end)
+        limit = blanks[b] if b < len(blanks) else len(text)
+        same = by_width.get(end - start, [])
+        j = bisect.bisect_right(same, i)
+        if j == len(same) or runs[same[j]][1] > limit:
             pos = end  # no matching run: these backticks are literal
+            i += 1
             continue
-        for i in range(start, closer.end()):
-            if out[i] != "\n":
-                out[i] = " "
-        pos = closer.end()
-    return "".join(out)
+        close_start, close_end = runs[same[j]]
+        spans.append((start, end, close_start, close_end))
+        pos = close_end
+        i = bisect.bisect_right(starts, close_start)
+    return spans
 
 
 def _escaped(text: str, index: int) -> bool:

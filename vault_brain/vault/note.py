@@ -17,11 +17,12 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 import yaml
-from frontmatter.default_handlers import YAMLHandler
 
 from vault_brain.errors import VaultBrainError
+from vault_brain.vault.frontmatter import LOAD_ERRORS, load_block, split_frontmatter
 from vault_brain.vault.links import (
     Link,
+    code_spans,
     extract_links,
     extract_tags,
     fenced_lines,
@@ -80,9 +81,11 @@ _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 def derived_id(path: str) -> str:
     """8 base36 chars from the NFC vault-relative path: short for models, stable forever.
 
-    Depends on nothing but the path (case kept), so reindexing never changes it.
+    Depends on nothing but the path (case kept), so reindexing never changes it. Total:
+    a name that is not UTF-8 (undecodable bytes arrive as lone surrogates) still gets one.
     """
-    digest = hashlib.blake2b(unicodedata.normalize("NFC", path).encode("utf-8"), digest_size=8)
+    data = unicodedata.normalize("NFC", path).encode("utf-8", "surrogatepass")
+    digest = hashlib.blake2b(data, digest_size=8)
     number = int.from_bytes(digest.digest(), "big") % 36**8
     chars = []
     for _ in range(8):
@@ -101,8 +104,6 @@ def parse_note(path: str, raw: bytes) -> Note:
             path=path,
         ) from exc
     text = text.removeprefix("\ufeff")
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
 
     warnings: list[str] = []
     meta, body, frontmatter_ok = _split_frontmatter(text, warnings)
@@ -130,42 +131,23 @@ def parse_note(path: str, raw: bytes) -> Note:
 
 # --- frontmatter -------------------------------------------------------------------------
 
-_FENCE_LINE = re.compile(r"^---[ \t]*$", re.MULTILINE)
-
-
-def _timestamp_or_text(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
-    """A date YAML cannot build (2026-02-30) stays text, so one typo cannot sink the rest."""
-    try:
-        return loader.construct_yaml_timestamp(node)
-    except ValueError:
-        return loader.construct_scalar(node)
-
-
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    pass
-
-
-_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
-_YAML = YAMLHandler()
-
 
 def _split_frontmatter(text: str, warnings: list[str]) -> tuple[dict[str, Any], str, bool]:
-    """(metadata with lowercased keys, body, ok). Obsidian's rule: '---' on the first line."""
-    first_line, newline, rest = text.partition("\n")
-    if first_line.rstrip(" \t") != "---":
-        return {}, text, True
-    closing = _FENCE_LINE.search(rest) if newline else None
-    if closing is None:
+    """(metadata with lowercased keys, body with "\n" line ends, ok), by the one reader
+    the updater uses too (vault/frontmatter.py)."""
+    parts = split_frontmatter(text)
+    if parts is None:
+        return {}, _newlines(text), True
+    if not parts.closed:
         warnings.append("frontmatter: opening '---' is never closed; whole file read as text")
-        return {}, text, False
-    block = rest[: closing.start()]
-    body = rest[closing.end() + 1 :]
+        return {}, _newlines(text), False
+    body = _newlines(parts.body)
     try:
-        data = _YAML.load(block, Loader=_Loader)
+        data = load_block(_newlines(parts.block))
     except yaml.YAMLError as exc:
         warnings.append(f"frontmatter: invalid YAML{_yaml_where(exc)}")
         return {}, body, False
-    except (ValueError, TypeError, RecursionError) as exc:
+    except LOAD_ERRORS as exc:
         warnings.append(f"frontmatter: YAML could not be loaded ({type(exc).__name__})")
         return {}, body, False
     if data is None:
@@ -179,6 +161,12 @@ def _split_frontmatter(text: str, warnings: list[str]) -> tuple[dict[str, Any], 
         if name not in meta or str(key) == name:
             meta[name] = value
     return meta, body, True
+
+
+def _newlines(text: str) -> str:
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
 
 
 def _yaml_where(exc: yaml.YAMLError) -> str:
@@ -288,8 +276,19 @@ def _to_datetime(value: Any) -> datetime | None:
 
 # --- title and lead ----------------------------------------------------------------------
 
-_ATX_H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_ATX_H1 = re.compile(r"^ {0,3}#[ \t]+")
+TITLE_CHARS = 1000  # a heading longer than this is not a title (and costs no more to read)
 _ATX_ANY = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
+
+
+def heading_text(rest: str) -> str:
+    """An ATX heading's text after the '#'s: without the optional closing '#'s (which must
+    follow a space) and the spaces around, in one pass (a regex here was quadratic)."""
+    text = rest.rstrip(" \t")
+    head = text.rstrip("#")
+    if head != text and head.rstrip(" \t") and head[-1] in " \t":
+        return head.rstrip(" \t")
+    return text
 
 
 def _title(meta: dict[str, Any], body: str, path: str) -> str:
@@ -302,7 +301,7 @@ def _title(meta: dict[str, Any], body: str, path: str) -> str:
             continue
         m = _ATX_H1.match(line)
         if m:
-            heading = plain_inline(m.group(1))
+            heading = plain_inline(heading_text(line[m.end() :])[:TITLE_CHARS])
             if heading:
                 return heading
     stem = path.rsplit("/", 1)[-1]
@@ -317,18 +316,23 @@ _QUOTE = re.compile(r"^(?:>[ \t]?)+")
 _CALLOUT = re.compile(r"^\[![^\]]*\][-+]?\s*")
 _BULLET = re.compile(r"^(?:[-*+]|\d{1,9}[.)])[ \t]+(?:\[.\][ \t]+)?")
 
-_EMBED = re.compile(r"!\[\[[^\]\n]*\]\]|!\[[^\]\n]*\]\([^)\n]*\)")
-_WIKI = re.compile(r"\[\[([^\]|#\n]*)(?:#([^\]|\n]*))?(?:\|([^\]\n]*))?\]\]")
-_MD_LINK = re.compile(r"\[([^\]\n]*)\](?:\([^)\n]*\)|\[[^\]\n]*\])")
-_FOOTNOTE = re.compile(r"\[\^[^\]\n]*\]")
-_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
-_AUTOLINK = re.compile(r"<((?:https?|mailto|ftp):[^>\s]+)>")
-_HTML_TAG = re.compile(r"</?[A-Za-z][^>\n]*>")
-_STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+# Linear on any input: bracket and angle classes exclude their own opener (so a run of 40k
+# '[' is not scanned once per '['), link targets allow one level of parentheses, and
+# emphasis spans are at most _SPAN characters long (a pair further apart stays as text).
+_SPAN = 300
+_PARENS = r"\((?:[^()\n]|\([^()\n]*\))*\)"
+_EMBED = re.compile(r"!\[\[[^\[\]\n]*\]\]|!\[[^\[\]\n]*\]" + _PARENS)
+_WIKI = re.compile(r"\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
+_MD_LINK = re.compile(r"\[([^\[\]\n]*)\](?:" + _PARENS + r"|\[[^\[\]\n]*\])")
+_FOOTNOTE = re.compile(r"\[\^[^\[\]\n]*\]")
+_AUTOLINK = re.compile(r"<((?:https?|mailto|ftp):[^<>\s]+)>")
+_HTML_TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")
+_STRONG = re.compile(rf"(\*\*|__)(?=\S)(.{{1,{_SPAN}}}?)(?<=\S)\1")
 _EMPHASIS = re.compile(
-    r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])|(?<!\w)_(?=\S)(.+?)(?<=\S)_(?!\w)"
+    rf"(?<![\w*])\*(?=\S)(.{{1,{_SPAN}}}?)(?<=\S)\*(?![\w*])"
+    rf"|(?<!\w)_(?=\S)(.{{1,{_SPAN}}}?)(?<=\S)_(?!\w)"
 )
-_STRIKE_MARK = re.compile(r"(~~|==)(?=\S)(.+?)(?<=\S)\1")
+_STRIKE_MARK = re.compile(rf"(~~|==)(?=\S)(.{{1,{_SPAN}}}?)(?<=\S)\1")
 _BLOCK_ID = re.compile(r"\s\^[A-Za-z0-9-]+$")
 _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 _SPACES = re.compile(r"\s+")
@@ -343,12 +347,14 @@ def plain_inline(text: str) -> str:
     """One line of Markdown as plain text: links become their words, markup goes."""
     text = _EMBED.sub(" ", text)
     codes: list[str] = []
-
-    def keep_code(m: re.Match[str]) -> str:
-        codes.append(m.group(2).strip())
-        return f"\x00{len(codes) - 1}\x00"
-
-    text = _CODE_SPAN.sub(keep_code, text)
+    if "`" in text:
+        parts = []
+        pos = 0
+        for start, inner_start, inner_end, end in code_spans(text):
+            codes.append(text[inner_start:inner_end].strip())
+            parts += [text[pos:start], f"\x00{len(codes) - 1}\x00"]
+            pos = end
+        text = "".join(parts) + text[pos:]
     text = _WIKI.sub(_wiki_text, text)
     text = _MD_LINK.sub(lambda m: m.group(1), text)
     text = _FOOTNOTE.sub("", text)
@@ -388,7 +394,9 @@ def extract_lead(body: str, limit: int = LEAD_CHARS) -> str:
 
 
 def _lead_line(line: str) -> str:
-    stripped = line.strip()
+    # The lead is LEAD_CHARS long: a few thousand characters of one line are plenty, and
+    # reading no more keeps a 100 KB one-line note as cheap as a short one.
+    stripped = line[: LEAD_CHARS * 8].strip()
     if not stripped or _ATX_ANY.match(stripped) or _RULE.match(stripped):
         return ""
     if stripped.startswith("|") or _TABLE_DELIMITER.match(stripped):

@@ -44,7 +44,11 @@ def resolve_note_path(root: Path, rel: str, *, allowed_folders: Sequence[str] = 
     if not parts[-1].lower().endswith(".md"):
         parts[-1] += ".md"
         _check_component(parts[-1])
-    return _resolve(Path(root), parts, allowed_folders)
+    path = _resolve(Path(root), parts, allowed_folders)
+    if not path.name.lower().endswith(".md"):
+        # `Deploy.md -> keys/deploy.pem`: a note that is a link to some other kind of file.
+        raise Forbidden("this note is a link to a file that is not Markdown")
+    return path
 
 
 def resolve_folder_path(
@@ -58,6 +62,22 @@ def resolve_folder_path(
 def vault_relative(root: Path, path: Path) -> str:
     """POSIX path of `path` (as returned by the resolvers) relative to the vault."""
     return Path(path).relative_to(Path(root)).as_posix()
+
+
+def normalize_ref(ref: str) -> str:
+    """A note reference (path or name) as one spelling: NFC, '/' separators, no leading
+    './' or '/'. macOS writes file names decomposed (NFD) while clients type them composed:
+    compare references after this, never raw."""
+    text = unicodedata.normalize("NFC", str(ref)).strip().replace("\\", "/")
+    while text.startswith("./"):
+        text = text[2:]
+    return text.lstrip("/")
+
+
+def name_key(name: str) -> str:
+    """The key under which two names are the same note name on some disk: case- and
+    normalisation-insensitive (APFS, NTFS, and Obsidian's own link resolution)."""
+    return unicodedata.normalize("NFC", normalize_ref(name).casefold())
 
 
 def safe_filename(title: str) -> str:

@@ -19,11 +19,20 @@ from typing import Any
 import yaml
 
 from vault_brain.errors import InvalidInput
+from vault_brain.vault.frontmatter import (
+    LOAD_ERRORS,
+    OWNED_KEYS,
+    canonical_key,
+    line_ending,
+    load_block,
+    split_frontmatter,
+)
 
-OWNED_KEYS = ("id", "title", "summary", "updated", "tags")
+__all__ = ["OWNED_KEYS", "format_timestamp", "normalize_tags", "render_new_note", "render_update"]
+
 # Where our keys sit relative to each other; `created` is written once, never edited.
 _CANONICAL_ORDER = ("id", "title", "summary", "created", "updated", "tags")
-_FENCE = re.compile(r"---[ \t]*(?:\r\n|\n|\r)?")
+_LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 _LINE_BREAKS = ("\n", "\r", "\x85", "\u2028", "\u2029")
 _BOM = "\ufeff"
 
@@ -89,8 +98,10 @@ def render_update(
     text = _decode(raw)
     bom = _BOM if text.startswith(_BOM) else ""
     text = text[len(bom) :]
-    nl = "\r\n" if "\r\n" in text.split("\n", 1)[0] + "\n" else "\n"
-    parts = _split_frontmatter(text)
+    nl = line_ending(text)
+    parts = split_frontmatter(text)
+    if parts is not None and not parts.closed:
+        parts = None  # an opening '---' that never closes is text (a rule), not a block
 
     sets: dict[str, str | None] = {"updated": f"updated: {format_timestamp(now)}"}
     if title is not None:
@@ -111,9 +122,9 @@ def render_update(
         head = "---" + nl + "".join(line + nl for line in lines) + "---" + nl
         return _encode(bom + head + _new_body(body, content, append, nl))
 
-    opening, block, closing, body = parts
+    opening, block, closing, body = parts.opening, parts.block, parts.closing, parts.body
     mapping = _parse_block(block)
-    if id and "id" not in mapping:
+    if id and not any(canonical_key(k) == "id" for k in mapping):
         sets["id"] = _key_line("id", id)
     new_block = _edit_block(block, sets, nl)
     _check_edit(mapping, new_block, sets)
@@ -164,30 +175,10 @@ def _dump(value: Any, *, flow: bool) -> str:
     return out
 
 
-def _split_frontmatter(text: str) -> tuple[str, str, str, str] | None:
-    """(opening fence, YAML block, closing fence, body), or None without frontmatter.
-
-    A leading `---` with no closing fence is a horizontal rule, not frontmatter.
-    """
-    first = _FENCE.match(text)
-    if first is None or first.end() == len(text) or text[first.end() - 1] not in "\r\n":
-        return None
-    pos = first.end()
-    while pos <= len(text):
-        fence = _FENCE.match(text, pos)
-        if fence is not None and (fence.end() == len(text) or text[fence.end() - 1] in "\r\n"):
-            return text[: first.end()], text[first.end() : pos], fence.group(), text[fence.end() :]
-        nxt = text.find("\n", pos)
-        if nxt < 0:
-            return None
-        pos = nxt + 1
-    return None
-
-
 def _parse_block(block: str) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(block)
-    except yaml.YAMLError as exc:
+        data = load_block(block)
+    except LOAD_ERRORS as exc:
         raise InvalidInput("the note's frontmatter is not valid YAML; fix it first") from exc
     if data is None:
         return {}
@@ -199,12 +190,17 @@ def _parse_block(block: str) -> dict[str, Any]:
 @dataclass(frozen=True)
 class _Segment:
     text: str
-    key: str | None  # None for the text between entries (comments, blank lines)
+    key: str | None  # our key this entry sets ("tags" for `Tags:`), "" for other keys,
+    # None for the text between entries (comments, blank lines)
+    spelling: str = ""  # the key as the person wrote it, when it is a plain word
 
 
 def _segments(block: str) -> tuple[list[_Segment], int]:
     """The block cut into top-level entries and the text between them; and the key indent."""
-    node = yaml.compose(block, Loader=yaml.SafeLoader)
+    try:
+        node = yaml.compose(block, Loader=yaml.SafeLoader)
+    except LOAD_ERRORS as exc:
+        raise InvalidInput("the note's frontmatter is not valid YAML; fix it first") from exc
     if node is None:
         return [_Segment(block, None)] if block else [], 0
     if not isinstance(node, yaml.MappingNode) or node.flow_style:
@@ -213,15 +209,16 @@ def _segments(block: str) -> tuple[list[_Segment], int]:
     pos = 0
     indent = node.value[0][0].start_mark.column if node.value else 0
     for key_node, value_node in node.value:
-        start = block.rfind("\n", 0, key_node.start_mark.index) + 1
+        start = _line_start(block, key_node.start_mark.index)
         end = _entry_end(block, value_node)
         if start < pos:
             raise InvalidInput("the note's frontmatter puts two keys on one line; edit it by hand")
         if start > pos:
             segments.append(_Segment(block[pos:start], None))
-        key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+        plain = isinstance(key_node, yaml.ScalarNode) and key_node.style is None
+        ours = canonical_key(key_node.value) if isinstance(key_node, yaml.ScalarNode) else None
         entry, tail = _trim_trailing(block[start:end], value_node)
-        segments.append(_Segment(entry, key if key is not None else ""))
+        segments.append(_Segment(entry, ours or "", key_node.value if plain and ours else ""))
         if tail:
             segments.append(_Segment(tail, None))
         pos = end
@@ -230,17 +227,21 @@ def _segments(block: str) -> tuple[list[_Segment], int]:
     return segments, indent
 
 
+def _line_start(block: str, index: int) -> int:
+    return max(block.rfind("\n", 0, index), block.rfind("\r", 0, index)) + 1
+
+
 def _entry_end(block: str, value_node: yaml.Node) -> int:
     mark = value_node.end_mark
     if mark.column == 0 and mark.index > 0:
         return mark.index
-    nxt = block.find("\n", mark.index)
-    return len(block) if nxt < 0 else nxt + 1
+    line = _LINES.match(block, _line_start(block, mark.index))
+    return line.end() if line else len(block)
 
 
 def _trim_trailing(entry: str, value_node: yaml.Node) -> tuple[str, str]:
     """Blank and comment lines the parser counted into a list belong between entries."""
-    lines = entry.splitlines(keepends=True)
+    lines = _LINES.findall(entry)
     block_scalar = isinstance(value_node, yaml.ScalarNode) and value_node.style in ("|", ">")
     cut = len(lines)
     while cut > 1:
@@ -262,17 +263,17 @@ def _edit_block(block: str, sets: dict[str, str | None], nl: str) -> str:
         if key not in sets:
             continue
         line = sets[key]
-        new = _Segment(prefix + line + nl, key) if line is not None else None
         hits = [i for i, seg in enumerate(segments) if seg.key == key]
         if hits:
             for i in reversed(hits[1:]):
                 del segments[i]
-            if new is None:
+            if line is None:
                 del segments[hits[0]]
             else:
-                segments[hits[0]] = new
-        elif new is not None:
-            segments.insert(_insert_at(segments, key), new)
+                spelling = segments[hits[0]].spelling or key
+                segments[hits[0]] = _Segment(prefix + spelling + line[len(key) :] + nl, key)
+        elif line is not None:
+            segments.insert(_insert_at(segments, key), _Segment(prefix + line + nl, key))
     return "".join(seg.text for seg in segments)
 
 
@@ -294,19 +295,20 @@ def _insert_at(segments: list[_Segment], key: str) -> int:
 def _check_edit(old: dict[str, Any], new_block: str, sets: dict[str, str | None]) -> None:
     """Refuse an edit that would change a key we do not own (anchors, odd indentation)."""
     try:
-        new = yaml.safe_load(new_block)
-    except yaml.YAMLError as exc:
+        new = load_block(new_block)
+    except LOAD_ERRORS as exc:
         raise InvalidInput("cannot edit this frontmatter safely; edit it by hand") from exc
     new = new or {}
     if not isinstance(new, dict):
         raise InvalidInput("cannot edit this frontmatter safely; edit it by hand")
     for key, value in old.items():
-        if key in sets:
+        if canonical_key(key) in sets:
             continue
         if key not in new or not _same(new[key], value):
             raise InvalidInput("cannot edit this frontmatter without changing other keys")
+    present = {canonical_key(k) for k in new}
     for key, line in sets.items():
-        if (line is None) == (key in new):
+        if (line is None) == (key in present):
             raise InvalidInput("cannot edit this frontmatter safely; edit it by hand")
 
 
@@ -324,11 +326,20 @@ def _new_body(body: str, content: str | None, append: str | None, nl: str) -> st
         addition = _line_endings(append, nl)
         addition = re.sub(r"\A(?:[ \t]*(?:\r\n|\n|\r))+", "", addition)
         addition = _with_final_newline(addition, nl)
-        kept = re.sub(r"(?:(?:\r\n|\n|\r)[ \t]*)+\Z", "", body)
+        kept = _without_trailing_blank_lines(body)
         if not kept.strip():
             return addition
         return kept + nl + nl + addition
     return body
+
+
+def _without_trailing_blank_lines(body: str) -> str:
+    """The body without the line breaks (and blank lines) at its end; spaces that end its
+    last line stay. One pass: the regex for this was quadratic on "\\n " * 50_000."""
+    content = body.rstrip(" \t\r\n")
+    tail = body[len(content) :]
+    line_end = min((i for i in (tail.find("\r"), tail.find("\n")) if i >= 0), default=len(tail))
+    return content + tail[:line_end]
 
 
 def _line_endings(text: str, nl: str) -> str:

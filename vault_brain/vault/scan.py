@@ -16,6 +16,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from vault_brain.errors import NotFound, Unavailable
+from vault_brain.vault.reading import link_refusal, trusted_roots
 
 
 @dataclass(frozen=True)
@@ -68,21 +69,36 @@ def _glob_ignored(parts: list[str], is_dir: bool, ignore: Sequence[str]) -> bool
     return False
 
 
+@dataclass(frozen=True)
+class _Guard:
+    """Where symlinks may lead: inside the vault (its real path) or a trusted folder."""
+
+    vault_real: str
+    trusted: tuple[str, ...]
+
+    def refusal(self, path: str, *, is_dir: bool) -> str | None:
+        return link_refusal(os.path.realpath(path), self.vault_real, self.trusted, is_dir=is_dir)
+
+
 def scan_vault(
     root: Path,
     ignore: Sequence[str] = (),
     max_file_bytes: int = 5_000_000,
     *,
     under: str = "",
+    follow_outside: Sequence[str] = (),
 ) -> ScanResult:
     """Every Markdown file under root that is not ignored, sorted by path.
 
-    Symlinked files and folders are followed. Real folders are all listed before any
-    symlinked one, so a link back into the vault (or a loop) is skipped rather than
-    giving its notes a second path. Raises NotFound when root is not a folder and
-    Unavailable when root itself cannot be listed: a vault is never taken for empty.
-    `under` is the vault-relative folder that root is, when scanning one subfolder:
-    globs then match vault paths, while returned paths stay relative to root.
+    Symlinked files and folders are followed only when they lead inside the vault (not
+    into a dot-folder) or into a folder of `follow_outside`, and a symlinked file only
+    when it is Markdown; others are skipped with the reason. Real folders are all listed
+    before any symlinked one, so a link back into the vault (or a loop) is skipped rather
+    than giving its notes a second path. Files and folders whose names are not UTF-8 are
+    skipped with a reason. Raises NotFound when root is not a folder and Unavailable when
+    root itself cannot be listed: a vault is never taken for empty. `under` is the
+    vault-relative folder that root is, when scanning one subfolder: globs then match
+    vault paths, while returned paths stay relative to root.
     """
     root_path = os.fspath(root)
     try:
@@ -93,8 +109,15 @@ def scan_vault(
         raise NotFound(f"vault path is not a folder: {root_path}", path=root_path)
 
     ignore = tuple(ignore)
-    base = [p for p in under.strip("/").split("/") if p] if ignore else []
+    under_parts = [p for p in under.strip("/").split("/") if p]
+    base = under_parts if ignore else []
+    vault_root = Path(root_path).parents[len(under_parts) - 1] if under_parts else Path(root_path)
+    guard = _Guard(os.path.realpath(vault_root), trusted_roots(vault_root, follow_outside))
     result = ScanResult()
+    if under_parts and guard.refusal(root_path, is_dir=True):
+        # A folder of the vault reached through a symlink that leads out of it.
+        result.skipped.append(("", guard.refusal(root_path, is_dir=True) or ""))
+        return result
     visited = {(root_stat.st_dev, root_stat.st_ino)}
     folders: list[tuple[str, str]] = [("", root_path)]  # real folders still to list
     linked: list[tuple[str, str]] = []  # symlinked folders, listed last (heap by path)
@@ -133,7 +156,9 @@ def scan_vault(
             result.unreadable_dirs.append(rel)
             continue
         for entry in entries:
-            _visit(entry, rel, base, ignore, max_file_bytes, result, folders, linked, visited)
+            _visit(
+                entry, rel, base, ignore, max_file_bytes, result, folders, linked, visited, guard
+            )
 
     result.files.sort(key=lambda f: f.path)
     result.unreadable_dirs.sort()
@@ -151,11 +176,20 @@ def _visit(
     folders: list[tuple[str, str]],
     linked: list[tuple[str, str]],
     visited: set[tuple[int, int]],
+    guard: _Guard,
 ) -> None:
     name = entry.name
     if name.startswith("."):
         return
     rel = f"{parent}/{name}" if parent else name
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        # os.scandir hands out undecodable bytes as surrogates: no note path can hold them.
+        printable = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        if entry.is_dir(follow_symlinks=False) or is_markdown(name):
+            result.skipped.append((printable, "file name is not valid UTF-8"))
+        return
     parts = base + rel.split("/") if ignore else []
     try:
         if entry.is_dir(follow_symlinks=False):
@@ -180,9 +214,18 @@ def _visit(
                 return
             if stat.S_ISDIR(target.st_mode):
                 if not (ignore and _glob_ignored(parts, True, ignore)):
-                    heapq.heappush(linked, (rel, entry.path))
+                    why = guard.refusal(entry.path, is_dir=True)
+                    if why is not None:
+                        result.skipped.append((rel, why))
+                    else:
+                        heapq.heappush(linked, (rel, entry.path))
                 return
             if not stat.S_ISREG(target.st_mode) or not is_markdown(name):
+                return
+            why = guard.refusal(entry.path, is_dir=False)
+            if why is not None:
+                if not (ignore and _glob_ignored(parts, False, ignore)):
+                    result.skipped.append((rel, why))
                 return
         elif not is_markdown(name) or not entry.is_file(follow_symlinks=False):
             return

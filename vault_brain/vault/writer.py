@@ -1,27 +1,36 @@
 """The only code that changes files in the vault: create, replace, trash.
 
-Invariant 2 lives here: no user's words are ever lost. Every write goes through a temp
-file in the same folder that is fsynced and renamed into place; creating never
-overwrites; replacing and trashing name the version the caller read and are refused
-with Conflict when the file changed since (the person edited it in Obsidian).
+Invariant 2 lives here: no user's words are ever lost. Every write goes through a synced
+file that is renamed into place; creating never overwrites; replacing and trashing name
+the version the caller read and are refused with Conflict when the file changed since
+(the person edited it in Obsidian). The check and the rename happen under the note's lock
+(`locks.note_lock`: every process, not just this one), and a replace keeps the bytes it
+replaces in the note's history (`history`), so what an editor saves in the last instant
+before the rename is kept too.
 """
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
+import re
 import shutil
 import stat
+import sys
 import tempfile
-import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
 
 from vault_brain import log
 from vault_brain.errors import Conflict, Forbidden, InvalidInput, NotFound
+from vault_brain.vault import kept
+from vault_brain.vault.locks import note_lock
 from vault_brain.vault.note import file_version
 from vault_brain.vault.paths import (
+    name_key,
     resolve_folder_path,
     resolve_note_path,
     safe_filename,
@@ -30,9 +39,11 @@ from vault_brain.vault.paths import (
 
 TRASH_DIR = ".trash"
 _MAX_SUFFIX = 10_000
-# Threads of one process must not both pass a version check for the same file; striped
-# locks keep that true without a lock per path that lives forever.
-_LOCKS = tuple(threading.Lock() for _ in range(64))
+TEMP_PREFIX = ".vb-"
+TEMP_SUFFIX = ".tmp"
+# mkstemp's names: the prefix, 8 characters of its alphabet, the suffix. Nothing else is ours.
+_TEMP_NAME = re.compile(r"^\.vb-[a-z0-9_]{8}\.tmp$")
+STALE_TEMP_SECONDS = 60.0
 # New files get the permissions any editor would give them, not mkstemp's 0600.
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -74,10 +85,15 @@ def create_note_file(
     folder_path = resolve_folder_path(root, folder, allowed_folders=allowed_folders)
     stem = safe_filename(title).removesuffix(".md")
     folder_rel = vault_relative(root, folder_path)
+    # "Café.md" written by macOS (decomposed) or "café.md" is the same name to the person
+    # and to Obsidian: a new note never takes a name that only differs from one in spelling.
+    taken = {name_key(n) for n in _names_in(folder_path)}
     tmp = _write_temp(folder_path, data, None)
     try:
         for n in range(1, _MAX_SUFFIX):
             name = f"{stem}.md" if n == 1 else f"{stem} {n}.md"
+            if name_key(name) in taken:
+                continue
             rel = f"{folder_rel}/{name}" if folder_rel != "." else name
             target = resolve_note_path(root, rel, allowed_folders=allowed_folders)
             if _place_new(tmp, target):
@@ -91,6 +107,26 @@ def create_note_file(
     return vault_relative(root, target)
 
 
+def create_note_at(
+    root: Path, rel: str, data: bytes, *, allowed_folders: Sequence[str] = ()
+) -> str:
+    """Write a note under exactly this path, only if nothing is there (a restore of a note
+    that was deleted or moved). Returns its vault path."""
+    root = Path(root)
+    target = resolve_note_path(root, rel, allowed_folders=allowed_folders)
+    _make_folders(target.parent)
+    target = resolve_note_path(root, rel, allowed_folders=allowed_folders)
+    tmp = _write_temp(target.parent, data, None)
+    try:
+        with note_lock(root, vault_relative(root, target)):
+            if target.exists() or not _place_new(tmp, target):
+                raise Conflict("a file exists at this path now; read it first")
+    finally:
+        _discard(tmp)
+    _fsync_dir(target.parent)
+    return vault_relative(root, target)
+
+
 def replace_note_file(
     root: Path,
     rel: str,
@@ -101,21 +137,146 @@ def replace_note_file(
 ) -> str:
     """Replace a note's bytes if they are still the version the caller read; returns the new one.
 
-    The slow part (writing and syncing the temp file) happens before the final version
-    check, so the window in which another editor's save could slip in is a read and a rename.
+    Under the note's lock (every process): the new bytes are written and synced, the file
+    is checked once more, and the two change places. The bytes replaced are kept in the
+    note's history; if they turn out not to be the version checked (an editor saved in
+    between), they go back and the write is refused with Conflict. What an editor writes
+    into the old file after that (it still had it open) lands in the kept copy.
     """
+    root = Path(root)
+    _check_data(new_data)
     path = resolve_note_path(root, rel, allowed_folders=allowed_folders)
-    with _lock_for(path):
-        _check_version(_read_current(path), expected_version)
-        tmp = _write_temp(path.parent, new_data, _mode_of(path))
-        try:
-            _check_version(_read_current(path), expected_version)
-            os.replace(tmp, path)
-        except BaseException:
-            _discard(tmp)
-            raise
+    note_rel = vault_relative(root, path)
+    # Refuse a stale write before creating anything (no lock, no history, no temp file).
+    _check_version(_read_current(path), expected_version)
+    with note_lock(root, note_rel):
+        done = _swap_in(root, note_rel, path, expected_version, new_data)
+        if not done:
+            done = _replace_aside(root, note_rel, path, expected_version, new_data)
+        if not done:
+            _replace_copy(root, note_rel, path, expected_version, new_data)
     _fsync_dir(path.parent)
+    kept.maybe_prune(root, note_rel)
     return file_version(new_data)
+
+
+def _swap_in(root: Path, note_rel: str, path: Path, expected: str, new_data: bytes) -> bool:
+    """Replace by exchanging names (Linux renameat2, macOS renamex_np): the new bytes are
+    staged as a history entry, and after the exchange that entry holds exactly what was at
+    the note's path, whatever raced in. False when the platform or file system cannot."""
+    if _EXCHANGE is None:
+        return False
+    mode = _mode_of(path)
+    entry = kept.new_entry(root, note_rel)
+    try:
+        if os.stat(entry.parent).st_dev != os.stat(path.parent).st_dev:
+            _discard(str(entry))
+            return False
+        _fill(entry, new_data, mode)
+        ours = os.stat(entry).st_ino
+        _check_version(_read_current(path), expected)
+        try:
+            _EXCHANGE(entry, path)
+        except FileNotFoundError as exc:
+            raise NotFound("no note at this path") from exc
+        except OSError as exc:
+            if exc.errno not in _NO_EXCHANGE:
+                raise
+            _discard(str(entry))
+            return False
+    except BaseException:
+        _discard(str(entry))
+        raise
+    replaced = _read_current(entry)
+    if file_version(replaced) != expected:
+        # A save landed between the check and the exchange: it takes its place back.
+        _give_back(entry, path, ours)
+        raise Conflict(
+            "the note changed since it was read; read it again and retry",
+            current_version=file_version(_read_current(path)),
+        )
+    _fsync_dir(entry.parent)
+    return True
+
+
+def _give_back(entry: Path, path: Path, ours: int) -> None:
+    try:
+        _EXCHANGE(entry, path)  # type: ignore[misc]
+    except FileNotFoundError:
+        # The note was removed meanwhile: the save goes back under its name if still free.
+        if _place_new(str(entry), path):
+            _discard(str(entry))
+        return
+    with suppress(FileNotFoundError):
+        if os.stat(entry).st_ino == ours:
+            _discard(str(entry))  # our bytes, never applied; anything else stays in history
+
+
+def _replace_aside(root: Path, note_rel: str, path: Path, expected: str, new_data: bytes) -> bool:
+    """Replace where names cannot be exchanged: move the note into its history (which keeps
+    exactly what was at its path, whatever raced in), check those bytes, then give the new
+    bytes the free name without overwriting (a save that lands meanwhile wins). The note is
+    absent for the microseconds between the two steps. False across file systems."""
+    entry = kept.new_entry(root, note_rel)
+    tmp: str | None = None
+    try:
+        if os.stat(entry.parent).st_dev != os.stat(path.parent).st_dev:
+            _discard(str(entry))
+            return False
+        tmp = _write_temp(path.parent, new_data, _mode_of(path))
+        _check_version(_read_current(path), expected)
+        try:
+            os.replace(path, entry)
+        except FileNotFoundError as exc:
+            raise NotFound("no note at this path") from exc
+    except BaseException:
+        _discard(str(entry))
+        if tmp is not None:
+            _discard(tmp)
+        raise
+    try:
+        if file_version(_read_current(entry)) != expected:
+            # A save landed between the check and the move: it takes its place back.
+            with suppress(OSError):
+                if _place_new(str(entry), path):
+                    _discard(str(entry))
+            raise Conflict(
+                "the note changed since it was read; read it again and retry",
+                current_version=_version_at(path, entry),
+            )
+        if not _place_new(tmp, path):
+            raise Conflict(
+                "the note changed since it was read; read it again and retry",
+                current_version=_version_at(path, entry),
+            )
+    finally:
+        _discard(tmp)
+    return True
+
+
+def _replace_copy(root: Path, note_rel: str, path: Path, expected: str, new_data: bytes) -> None:
+    """The last resort (the history on another file system than the note): keep a copy of
+    the checked bytes, then rename. A save in the instant between is not kept."""
+    tmp = _write_temp(path.parent, new_data, _mode_of(path))
+    entry: Path | None = None
+    try:
+        entry = kept.new_entry(root, note_rel)
+        current = _read_current(path)
+        _check_version(current, expected)
+        _fill(entry, current, None)
+        os.replace(tmp, path)
+    except BaseException:
+        _discard(tmp)
+        if entry is not None:
+            _discard(str(entry))
+        raise
+
+
+def _version_at(path: Path, fallback: Path) -> str:
+    try:
+        return file_version(path.read_bytes())
+    except OSError:
+        return file_version(_read_current(fallback))
 
 
 def trash_note_file(
@@ -140,7 +301,7 @@ def trash_note_file(
     _check_trash_inside(root, dest_dir)
     _make_folders(dest_dir)
     _check_trash_inside(root, dest_dir)
-    with _lock_for(path):
+    with note_lock(root, note_rel.as_posix()):
         _check_version(_read_current(path), expected_version)
         dest = _reserve_unique(dest_dir, note_rel.stem, note_rel.suffix)
         moved = False
@@ -151,6 +312,17 @@ def trash_note_file(
         finally:
             if not moved:
                 _discard(str(dest))
+        trashed_bytes = _read_current(dest)
+        if file_version(trashed_bytes) != expected_version:
+            # A save landed between the check and the move: it goes back (if its name is
+            # still free; else it stays in the trash, whole) and the delete is refused.
+            with suppress(OSError):
+                if _place_new(str(dest), path):
+                    _discard(str(dest))
+            raise Conflict(
+                "the note changed since it was read; read it again and retry",
+                current_version=file_version(trashed_bytes),
+            )
     _fsync_dir(path.parent)
     _fsync_dir(dest_dir)
     trashed = vault_relative(root, dest)
@@ -161,11 +333,66 @@ def trash_note_file(
 # --- helpers ----------------------------------------------------------------------------
 
 
-def _write_temp(folder: Path, data: bytes, mode: int | None) -> str:
-    """A synced temp file beside the target (a rename never crosses file systems)."""
+def clean_stale_temps(root: Path, older_than: float = STALE_TEMP_SECONDS) -> int:
+    """Remove the temp files of saves that never finished (a kill -9 mid-write): ours only
+    (`.vb-XXXXXXXX.tmp`, mkstemp's shape), older than `older_than` seconds, in the vault's
+    own folders (symlinks are not followed). Returns how many were removed. The indexer
+    calls this at start."""
+    removed = 0
+    cutoff = time.time() - older_than
+    folders = [os.fspath(root)]
+    while folders:
+        folder = folders.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if not entry.name.startswith("."):
+                        folders.append(entry.path)
+                    continue
+                if not _TEMP_NAME.match(entry.name) or not entry.is_file(follow_symlinks=False):
+                    continue
+                if entry.stat(follow_symlinks=False).st_mtime > cutoff:
+                    continue  # a save in progress
+                os.unlink(entry.path)
+                removed += 1
+            except OSError:
+                continue
+    if removed:
+        log.event("stale_temps_removed", count=removed)
+    return removed
+
+
+def _check_data(data: object) -> None:
     if not isinstance(data, bytes | bytearray | memoryview):
         raise InvalidInput("note data must be bytes")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".vb-", suffix=".tmp")
+
+
+def _fill(path: Path, data: bytes, mode: int | None) -> None:
+    """Write and sync the bytes of a file we just created (O_EXCL) and own."""
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.chmod(path, mode if mode is not None else 0o666 & ~_UMASK)
+
+
+def _names_in(folder: Path) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+def _write_temp(folder: Path, data: bytes, mode: int | None) -> str:
+    """A synced temp file beside the target (a rename never crosses file systems)."""
+    _check_data(data)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -272,10 +499,6 @@ def _mode_of(path: Path) -> int | None:
         return None
 
 
-def _lock_for(path: Path) -> threading.Lock:
-    return _LOCKS[hash(os.path.realpath(path)) % len(_LOCKS)]
-
-
 def _discard(tmp: str) -> None:
     with suppress(FileNotFoundError):
         os.unlink(tmp)
@@ -293,3 +516,49 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+# --- exchanging two names atomically ----------------------------------------------------
+
+_NO_EXCHANGE = frozenset(
+    {errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EPERM}
+)
+
+
+def _load_exchange() -> Callable[[Path, Path], None] | None:
+    """Linux renameat2(RENAME_EXCHANGE) or macOS renamex_np(RENAME_SWAP), or None."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    if sys.platform.startswith("linux"):
+        fn = getattr(libc, "renameat2", None)
+        if fn is None:
+            return None
+        fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+        at_fdcwd, flags = -100, 2  # AT_FDCWD, RENAME_EXCHANGE
+
+        def call(a: bytes, b: bytes) -> int:
+            return fn(at_fdcwd, a, at_fdcwd, b, flags)
+
+    elif sys.platform == "darwin":
+        fn = getattr(libc, "renamex_np", None)
+        if fn is None:
+            return None
+        fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint]
+
+        def call(a: bytes, b: bytes) -> int:
+            return fn(a, b, 0x2)  # RENAME_SWAP
+
+    else:
+        return None
+
+    def exchange(a: Path, b: Path) -> None:
+        if call(os.fsencode(a), os.fsencode(b)) != 0:
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code), os.fspath(b))
+
+    return exchange
+
+
+_EXCHANGE = _load_exchange()

@@ -1,0 +1,98 @@
+"""The one frontmatter reader: where the block is, how its YAML loads, which keys are ours.
+
+Reading (note.py) and editing (render.py) both use it, so whatever block the reader sees
+is the block the updater edits: with any line ending (LF, CRLF, and old Macs' CR alone),
+and with dates that do not exist (`2024-02-30`) kept as text instead of failing.
+
+Obsidian's rule: the first line is `---` (trailing spaces allowed) and the block ends at
+the next line that is `---`; without a closing fence the file has no frontmatter.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+# Keys vault-brain writes; `tag` is read as `tags` (Obsidian accepts both).
+OWNED_KEYS = ("id", "title", "summary", "updated", "tags")
+_ALIASES = {"tag": "tags"}
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)?")
+_FENCE = re.compile(r"---[ \t]*(?:\r\n|\r|\n|\Z)")
+_FIRST_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True)
+class Split:
+    opening: str  # the opening fence line, with its line break
+    block: str  # the YAML text as written, line breaks included
+    closing: str  # the closing fence line, with its line break ("" at the end of the file)
+    body: str  # everything after the closing fence, as written
+    closed: bool  # False: an opening fence that never closes (no frontmatter, warn)
+
+
+def split_frontmatter(text: str) -> Split | None:
+    """The frontmatter of `text` (BOM already removed), or None when it has none.
+
+    An opening fence without a closing one gives Split(closed=False) with the whole text
+    as body: the reader warns, the editor treats it as text.
+    """
+    first = _FENCE.match(text)
+    if first is None:
+        return None
+    if first.end() == len(text) or text[first.end() - 1] not in "\r\n":
+        return Split("", "", "", text, closed=False)
+    pos = first.end()
+    while pos < len(text):
+        fence = _FENCE.match(text, pos)
+        if fence is not None:
+            return Split(
+                text[: first.end()],
+                text[first.end() : pos],
+                fence.group(),
+                text[fence.end() :],
+                closed=True,
+            )
+        pos = _LINE.match(text, pos).end()  # type: ignore[union-attr]
+    return Split("", "", "", text, closed=False)
+
+
+def line_ending(text: str) -> str:
+    """The file's line break, as its first line has it; "\\n" for a one-line file."""
+    m = _FIRST_BREAK.search(text)
+    return m.group() if m else "\n"
+
+
+def canonical_key(key: object) -> str | None:
+    """Our key that `key` spells ("Tags", "TAG", " summary" → "tags", "summary"), or None."""
+    if not isinstance(key, str):
+        return None
+    name = key.strip().lower()
+    name = _ALIASES.get(name, name)
+    return name if name in OWNED_KEYS else None
+
+
+def _timestamp_or_text(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    """A date YAML cannot build (2026-02-30) stays text, so one typo cannot sink the rest."""
+    try:
+        return loader.construct_yaml_timestamp(node)
+    except ValueError:
+        return loader.construct_scalar(node)
+
+
+class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """yaml's safe loader, except that impossible dates load as their text."""
+
+
+Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
+
+# What loading a block can raise besides YAMLError: odd values (a huge int, an unhashable
+# key) and deep nesting.
+LOAD_ERRORS = (yaml.YAMLError, ValueError, TypeError, RecursionError, OverflowError)
+
+
+def load_block(block: str) -> Any:
+    """The block's YAML value. Raises one of LOAD_ERRORS when it cannot be loaded."""
+    return yaml.load(block, Loader=Loader)  # noqa: S506 - a safe loader

@@ -1,0 +1,105 @@
+"""Reading note files: only what lies inside the vault, and only Markdown.
+
+A vault may carry symlinks (a cloned repository can: `Setup notes.md ->
+../../outside/home/.ssh/id_rsa`). The scanner and every read follow a symlink only when
+its target resolves inside the vault, outside its dot-folders, or inside a folder the
+owner trusts (`vault.follow_outside`), and never to a file that is not Markdown. Readers
+call `read_note_bytes` instead of opening `root / rel` themselves.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from vault_brain.errors import Forbidden, InvalidInput
+
+_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)  # the last step was resolved already: no swap-in link
+    | getattr(os, "O_NONBLOCK", 0)  # a FIFO named x.md must not hang the indexer
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def trusted_roots(
+    root: Path, follow_outside: Iterable[str | os.PathLike[str]] = ()
+) -> tuple[str, ...]:
+    """The real paths of the folders outside the vault that symlinks may lead into.
+    `~` is expanded; a relative entry is relative to the vault."""
+    out = []
+    for folder in follow_outside:
+        path = Path(os.path.expanduser(os.fspath(folder)))
+        if not path.is_absolute():
+            path = Path(root) / path
+        out.append(os.path.realpath(path))
+    return tuple(out)
+
+
+def link_refusal(
+    real: str, vault_real: str, trusted: tuple[str, ...], *, is_dir: bool
+) -> str | None:
+    """Why a symlink whose target is `real` (a realpath) must not be followed, or None."""
+    for base in (vault_real, *trusted):
+        if _within(base, real):
+            rel = os.path.relpath(real, base)
+            if rel != "." and any(p.startswith(".") for p in Path(rel).parts):
+                return "symlink leads into a hidden folder"
+            if not is_dir and not real.lower().endswith(".md"):
+                return "symlink leads to a file that is not Markdown"
+            return None
+    return "symlink leads outside the vault"
+
+
+def read_note_bytes(root: Path, rel: str, trusted: Iterable[str | os.PathLike[str]] = ()) -> bytes:
+    """The bytes of the note at vault-relative `rel`.
+
+    Raises Forbidden when the path (after every symlink) leaves the vault and the trusted
+    folders, lands in a dot-folder, or is not a Markdown file; InvalidInput for a name
+    that is not UTF-8 or a path that climbs; FileNotFoundError when it is gone; OSError
+    for other read errors.
+    """
+    parts = _parts(rel)
+    vault_real = os.path.realpath(root)
+    real = os.path.realpath(os.path.join(vault_real, *parts))
+    why = link_refusal(real, vault_real, trusted_roots(root, trusted), is_dir=False)
+    if why is not None:
+        raise Forbidden(f"{why}; not read")
+    fd = os.open(real, _FLAGS)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Forbidden("not a regular file; not read")
+        chunks = []
+        while chunk := os.read(fd, max(info.st_size + 1, 65536)):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _parts(rel: str) -> list[str]:
+    if not isinstance(rel, str) or "\x00" in rel:
+        raise InvalidInput("not a note path")
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput("the file name is not valid UTF-8") from exc
+    text = rel.replace("\\", "/")
+    if text.startswith("/") or (len(text) > 1 and text[1] == ":"):
+        raise Forbidden("absolute paths are refused")
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        raise Forbidden("'..' is refused in paths")
+    if any(p.startswith(".") for p in parts):
+        raise Forbidden("notes in hidden folders are not read")
+    return parts
+
+
+def _within(base: str, path: str) -> bool:
+    try:
+        return os.path.commonpath([base, path]) == base
+    except ValueError:  # different drives (Windows)
+        return False
