@@ -325,3 +325,42 @@ def test_an_immutable_index_is_reported_and_search_still_answers(immutable_index
     assert found.returncode == 0, found.stderr
     assert "Green tea" in found.stdout
     assert "index refresh failed" in found.stderr and "Traceback" not in found.stderr
+
+
+def test_history_and_restore_bring_back_what_an_update_replaced(vault):
+    from vault_brain.config import load_settings
+    from vault_brain.service import Brain
+
+    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+    settings = load_settings(vault=str(vault.root), env=env)
+    with Brain(settings) as brain:
+        saved = brain.save("Packing", "the red scarf, written by hand")
+        brain.update(saved.id, saved.version, content="the model's rewrite")
+    listed = run("history", "Packing", "--json", "--vault", str(vault.root), env=env)
+    assert listed.returncode == 0, listed.stderr
+    versions = json.loads(listed.stdout)["versions"]
+    assert len(versions) == 1
+    back = run("restore", "Packing", versions[0]["name"], "--vault", str(vault.root), env=env)
+    assert back.returncode == 0, back.stderr
+    assert "the red scarf" in vault.read("Packing.md")
+    again = json.loads(
+        run("history", "Packing", "--json", "--vault", str(vault.root), env=env).stdout
+    )
+    assert len(again["versions"]) == 2  # the rewrite it replaced is kept in turn
+
+
+def test_a_deleted_note_can_be_restored_from_its_history_by_path(vault):
+    from vault_brain.config import load_settings
+    from vault_brain.service import Brain
+
+    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+    with Brain(load_settings(vault=str(vault.root), env=env)) as brain:
+        saved = brain.save("Gone", "first words")
+        updated = brain.update(saved.id, saved.version, content="second words")
+        brain.delete(saved.id, updated.version)
+    listed = json.loads(
+        run("history", "Gone.md", "--json", "--vault", str(vault.root), env=env).stdout
+    )
+    name = listed["versions"][0]["name"]
+    assert run("restore", "Gone.md", name, "--vault", str(vault.root), env=env).returncode == 0
+    assert "first words" in vault.read("Gone.md")

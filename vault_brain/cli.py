@@ -310,6 +310,60 @@ def get(
 
 
 @app.command()
+def history(
+    ref: Annotated[
+        str,
+        typer.Argument(
+            metavar="REF", help="A note (id, path, title) or the path of one that is gone."
+        ),
+    ],
+    vault: VaultOpt = None,
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List the versions of a note that vault-brain writes replaced (newest first)."""
+    settings = _settings(vault, config)
+    log.use_human_output()
+    with _brain(settings) as brain:
+        path, versions = brain.history(ref)
+    if json_out:
+        _dump({"path": path, "versions": [dataclasses.asdict(v) for v in versions]})
+        return
+    if not versions:
+        typer.echo(f"{path}: no kept versions (vault-brain has not replaced this note)")
+        return
+    typer.echo(f"{path}: {len(versions)} kept versions, newest first")
+    for v in versions:
+        typer.echo(f"  {v.name}  saved {v.saved_at}  version {v.version}  {_size(v.size)}")
+    typer.echo(f"restore one with: vault-brain restore {_quote(path)} NAME")
+
+
+@app.command()
+def restore(
+    ref: Annotated[str, typer.Argument(metavar="REF", help="The note, as for `history`.")],
+    name: Annotated[str, typer.Argument(help="A version's NAME from `vault-brain history`.")],
+    vault: VaultOpt = None,
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Put a kept version of a note back (what it replaces is kept in turn)."""
+    settings = _settings(vault, config)
+    log.use_human_output()
+    with _brain(settings) as brain:
+        path, _ = brain.history(ref)
+        current = brain.current_version(path)
+        result = brain.restore(path, name, version=current)
+    if json_out:
+        _dump(dataclasses.asdict(result))
+        return
+    typer.echo(f"restored {path} from {name} (version {result.version})")
+
+
+def _quote(text: str) -> str:
+    return f'"{text}"' if any(ch.isspace() for ch in text) else text
+
+
+@app.command()
 def status(vault: VaultOpt = None, config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
     """Counts, pending work, the embedding model and the index size."""
     settings = _settings(vault, config)

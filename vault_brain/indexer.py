@@ -450,6 +450,7 @@ class Indexer:
         return self._watcher.stats() if self._watcher is not None else None
 
     def _run_background(self) -> None:
+        self._tidy_up()
         while not self._stop.is_set():
             wait = IDLE_RETRY_SECONDS
             for backoff in (self.embed_backoff, self.summary_backoff):
@@ -474,6 +475,19 @@ class Indexer:
                 self._stop.wait(1.0)
             finally:
                 self._background_busy = False
+
+    def _tidy_up(self) -> None:
+        """Once the role is ours: temp files left by killed saves (they hold full note
+        text) go, and the kept history is bounded."""
+        from vault_brain.vault import history, writer
+
+        try:
+            removed = writer.clean_stale_temps(self.settings.vault_path)
+            if removed:
+                log.event("stale_temps_removed", files=removed)
+            history.prune(self.settings.vault_path)
+        except OSError as exc:
+            log.warn("tidy_up_failed", error=log.cut(str(exc), 200))
 
     # -- errors, recorded in the index so `status` in any process sees them ----------------
 

@@ -12,6 +12,7 @@ import base64
 import difflib
 import json
 import secrets as _random
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -40,9 +41,11 @@ from vault_brain.search.fulltext import FullTextArm
 from vault_brain.search.pipeline import SearchPipeline
 from vault_brain.search.semantic import VectorArm
 from vault_brain.summarize import make_summarizer
-from vault_brain.vault import writer
+from vault_brain.vault import history, writer
+from vault_brain.vault.history import Version
 from vault_brain.vault.note import UnreadableNote, file_version, parse_note
-from vault_brain.vault.paths import resolve_folder_path
+from vault_brain.vault.paths import normalize_ref, resolve_folder_path
+from vault_brain.vault.reading import read_note_bytes
 from vault_brain.vault.render import render_new_note, render_update
 
 if TYPE_CHECKING:
@@ -152,12 +155,16 @@ class Brain:
         ref = (ref or "").strip()
         if not ref:
             raise InvalidInput("id is empty")
-        path = ref.lstrip("/")
+        path = normalize_ref(ref)
         stem = path[:-3] if path.lower().endswith(".md") else path
         with self.index.read() as r:
-            info = r.note_by_path(path)
-            if info is None and not path.lower().endswith(".md"):
-                info = r.note_by_path(path + ".md")
+            # Composed as clients type it, or decomposed as macOS names files.
+            spellings = dict.fromkeys([path, unicodedata.normalize("NFD", path)])
+            info = None
+            for spelling in spellings:
+                info = info or r.note_by_path(spelling)
+                if info is None and not spelling.lower().endswith(".md"):
+                    info = r.note_by_path(spelling + ".md")
             info = info or r.note_by_id(ref)
             moved, hops = ref, 0
             while info is None and hops < 5 and (moved := r.redirect(moved) or "") != "":
@@ -216,7 +223,7 @@ class Brain:
         self.indexer.refresh_for_read()
         info = self._find(ref)
         try:
-            note = parse_note(info.path, (self.root / info.path).read_bytes())
+            note = parse_note(info.path, self._read(info.path))
         except FileNotFoundError as exc:
             self.indexer.wrote(info.path)  # gone since it was indexed: the index learns it
             raise NotFound(f"{info.path} is no longer in the vault") from exc
@@ -317,6 +324,48 @@ class Brain:
         with self.index.read() as r:
             return r.snapshot()
 
+    def _read(self, rel: str) -> bytes:
+        """A note's bytes, never through a symlink out of the vault (vault/reading.py)."""
+        return read_note_bytes(self.root, rel, self.settings.vault.follow_outside)
+
+    # -- history -------------------------------------------------------------------------
+
+    def history(self, ref: str) -> tuple[str, list[Version]]:
+        """(path, the versions vault-brain writes replaced, newest first) of a note, also
+        of one that is gone (give its path)."""
+        path = self._path_of(ref)
+        return path, history.list_versions(self.root, path)
+
+    def restore(self, ref: str, name: str, *, version: str | None = None) -> SaveResult:
+        """Put a kept version back. `version` is the note's current version as the caller
+        read it; None restores a note that is gone. What it replaces is kept in turn."""
+        self._check_writable()
+        path = self._path_of(ref)
+        new_version = history.restore(
+            self.root, path, name, version, allowed_folders=self.settings.write.allowed_folders
+        )
+        indexed = self.indexer.wrote(path)
+        with self.index.read() as r:
+            info = r.note_by_path(path)
+        log.event("restore", path=path, indexed=indexed)
+        return SaveResult(info.id if info else "", path, new_version, indexed=indexed)
+
+    def current_version(self, path: str) -> str | None:
+        """The version of the file at `path` now, or None when there is none."""
+        try:
+            return parse_note(path, self._read(path)).version
+        except FileNotFoundError:
+            return None
+
+    def _path_of(self, ref: str) -> str:
+        try:
+            return self._find(ref).path
+        except NotFound:
+            path = normalize_ref(ref)
+            if path and history.list_versions(self.root, path):
+                return path  # a note that is gone still has its history
+            raise
+
     # -- writing -----------------------------------------------------------------------
 
     def _check_writable(self) -> None:
@@ -347,7 +396,7 @@ class Brain:
         if same is None:
             return None
         try:
-            note = parse_note(same.path, (self.root / same.path).read_bytes())
+            note = parse_note(same.path, self._read(same.path))
         except (OSError, UnreadableNote):
             note = None
         if note is not None and text_hash(note.body.strip()) == text_hash(body):
@@ -405,7 +454,7 @@ class Brain:
         person's edit."""
         cap = CONFLICT_CONTENT_MAX
         try:
-            now = parse_note(info.path, (self.root / info.path).read_bytes())
+            now = parse_note(info.path, self._read(info.path))
         except (OSError, UnreadableNote):
             return exc
         current = {
@@ -456,7 +505,7 @@ class Brain:
         tag_list = clean_tags(tags)
         info = self._find(ref)
         try:
-            raw = (self.root / info.path).read_bytes()
+            raw = self._read(info.path)
         except FileNotFoundError as exc:
             self.indexer.wrote(info.path)
             raise NotFound(f"{info.path} is no longer in the vault") from exc

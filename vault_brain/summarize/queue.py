@@ -21,6 +21,7 @@ from vault_brain.index.db import SqliteIndex
 from vault_brain.index.records import PendingSummary
 from vault_brain.vault import writer
 from vault_brain.vault.note import UnreadableNote, parse_note
+from vault_brain.vault.reading import read_note_bytes
 from vault_brain.vault.render import render_update
 
 if TYPE_CHECKING:
@@ -106,7 +107,8 @@ class SummaryQueue:
         """The note as the index knows it, or None when the file moved on (then it is
         re-indexed, which re-queues or drops it)."""
         try:
-            raw = (self.settings.vault_path / pending.path).read_bytes()
+            vault = self.settings.vault
+            raw = read_note_bytes(self.settings.vault_path, pending.path, vault.follow_outside)
             note = parse_note(pending.path, raw)
         except (OSError, UnreadableNote):
             self._resync([pending.path])
