@@ -392,8 +392,10 @@ def connection_cap(configured: int) -> int:
     """server.max_connections, lowered to fit under the process's file-descriptor limit.
 
     asyncio accepts up to a whole listen backlog of sockets before the protocol sees any of
-    them, so connections get at most half of what the index and watcher leave free (the
-    backlog is set to the cap): 96 under macOS's default limit of 256."""
+    them, and the connections a full server pushes out release their descriptors only on
+    the next turn of the loop: at a peak, held + a backlog + those being closed are open at
+    once. So connections get a third of what the index and watcher leave free (the backlog
+    is set to the cap): 64 under macOS's default limit of 256."""
     try:
         import resource
 
@@ -402,7 +404,7 @@ def connection_cap(configured: int) -> int:
         return configured
     if soft == resource.RLIM_INFINITY:
         return configured
-    return max(8, min(configured, (soft - RESERVED_FDS) // 2))
+    return max(8, min(configured, (soft - RESERVED_FDS) // 3))
 
 
 def guarded_protocol(header_timeout: float, body_timeout: float, cap: int) -> type:
