@@ -177,6 +177,7 @@ def run_set(
             while brain.embed_pending() > 0:
                 pass
             embedded = time.perf_counter()
+            languages = note_languages(settings)
             progress(
                 f"{bs.name}: {report.added} notes indexed in {synced - start:.1f} s "
                 f"+ vectors {embedded - synced:.1f} s; {len(queries)} queries"
@@ -200,6 +201,13 @@ def run_set(
     for label, ranked in ranks.items():
         modes[label] = score(ranked, bs, queries)
     modes["hybrid"] = modes[default.label]
+    per_query = {
+        mode: [
+            round(ndcg_at_k(r, bs.qrels[qid], K), 4)
+            for r, (qid, _) in zip(ranks[label], queries, strict=True)
+        ]
+        for mode, label in (("fts", "fts"), ("vector", "vector"), ("hybrid", default.label))
+    }
     return {
         "kind": bs.kind,
         "notes": report.added,
@@ -207,12 +215,73 @@ def run_set(
         "graded": bs.graded,
         "index_s": round(synced - start, 2),
         "embed_s": round(embedded - synced, 2),
+        "note_languages": languages,
         "default_fusion": default.label,
         "degraded_answers": degraded,
         # If every fusion gives the same lists, the brain did not see the settings change.
         "fusion_changes_results": ranks[SWEEP[0].label] != ranks[SWEEP[-1].label],
         "modes": modes,
+        "per_query_ndcg@10": {"ids": [qid for qid, _ in queries], **per_query},
     }
+
+
+def note_languages(settings: Any) -> dict[str, int]:
+    """How many notes the analyser put in each language (stray languages show here)."""
+    from vault_brain.index import store
+    from vault_brain.index.db import connect
+
+    conn = connect(settings.index_path)
+    try:
+        return store.note_languages(conn)
+    finally:
+        conn.close()
+
+
+def run_fts_only(bs: BenchSet, limit_queries: int | None, extra: dict[str, dict[str, Any]]) -> dict:
+    """Full text alone (no embedding provider): a quick look at the analyser's changes."""
+    queries = bs.queries[:limit_queries]
+    extra = {**extra, "embed": {**extra.get("embed", {}), "provider": "none"}}
+    with tempfile.TemporaryDirectory(prefix=f"vb-quality-{bs.name}-") as tmp:
+        vault = bs.build(Path(tmp))
+        brain, settings = make_brain(vault, "", extra)
+        try:
+            start = time.perf_counter()
+            report = brain.sync()
+            synced = time.perf_counter()
+            ranked, _ = run_queries(brain, queries, "fts", bs.hit_id)
+            searched = time.perf_counter()
+            languages = note_languages(settings)
+        finally:
+            brain.close()
+    progress(f"{bs.name}: {report.added} notes indexed in {synced - start:.1f} s")
+    return {
+        "kind": bs.kind,
+        "notes": report.added,
+        "queries": len(queries),
+        "index_s": round(synced - start, 2),
+        "search_ms_mean": round(1000 * (searched - synced) / max(1, len(queries)), 2),
+        "note_languages": languages,
+        "fts": score(ranked, bs, queries),
+        "per_query_ndcg@10": [
+            round(ndcg_at_k(r, bs.qrels[qid], K), 4)
+            for r, (qid, _) in zip(ranked, queries, strict=True)
+        ],
+    }
+
+
+def fts_only_markdown(sets: dict[str, dict]) -> str:
+    rows = [
+        [name, r["notes"], r["queries"], r["index_s"]] + [r["fts"][m] for m in METRICS]
+        for name, r in sets.items()
+    ]
+    for kind in ("questions", "ir"):
+        names = [n for n in sets if sets[n]["kind"] == kind]
+        if names:
+            rows.append(
+                [f"mean {kind}", "", "", ""]
+                + [sum(sets[n]["fts"][m] for n in names) / len(names) for m in METRICS]
+            )
+    return markdown_table(["set", "notes", "queries", "index s", *METRICS], rows)
 
 
 def sweep_summary(sets: dict[str, dict]) -> dict:
@@ -357,6 +426,9 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SECTION.KEY=VALUE",
         help="a settings override for every brain (repeatable), e.g. text.languages=['de']",
     )
+    parser.add_argument(
+        "--fts-only", action="store_true", help="full text alone, no vectors (quick)"
+    )
     parser.add_argument("--json-out", default=None, help="also write the JSON report here")
     args = parser.parse_args(argv)
 
@@ -375,6 +447,21 @@ def main(argv: list[str] | None = None) -> int:
     model = bench_model() if args.model is None else args.model
     started = time.perf_counter()
     sets = {}
+    if args.fts_only:
+        for name in names:
+            sets[name] = run_fts_only(bench_set(name), args.limit_queries, extra)
+        print(fts_only_markdown(sets))
+        report = {
+            "bench": "quality --fts-only",
+            "command": "python -m bench.quality " + " ".join(argv or sys.argv[1:]),
+            **machine(),
+            "overrides": extra,
+            "seconds": round(time.perf_counter() - started, 1),
+            "sets": sets,
+        }
+        print()
+        print(write_json(report, args.json_out))
+        return 0
     for name in names:
         sets[name] = run_set(bench_set(name), model, args.limit_queries, extra)
     sweep = sweep_summary(sets)

@@ -85,3 +85,11 @@ def test_lists_from_the_environment_are_comma_separated(tmp_path):
 def test_index_defaults_to_the_vaults_hidden_folder(tmp_path):
     s = load_settings(vault=str(tmp_path), env={})
     assert s.index_path == tmp_path.resolve() / ".vault-brain" / "index.db"
+
+
+def test_text_languages_are_normalised_and_unknown_ones_refused(tmp_path):
+    s = load_settings(vault=str(tmp_path), env={"VAULT_BRAIN_TEXT_LANGUAGES": "de-DE, English,de"})
+    assert s.text.languages == ["de", "en"]
+    with pytest.raises(ConfigError) as err:
+        load_settings(vault=str(tmp_path), env={}, overrides={"text": {"languages": ["xx"]}})
+    assert "text.languages" in str(err.value)

@@ -39,7 +39,7 @@ from vault_brain.index.search import (
     make_snippet,
 )
 from vault_brain.index.sync import Syncer, SyncReport, text_hash
-from vault_brain.index.text import fts_query, query_terms
+from vault_brain.index.text import query_terms, search_notes
 from vault_brain.index.vectors import VectorMatrix, embed_batch, vectors_ready
 from vault_brain.lock import indexer_alive
 from vault_brain.summarize import make_summarizer
@@ -548,15 +548,12 @@ class Brain:
         vec: list[NoteHit] = []
         degraded, reason = False, None
         if mode in ("hybrid", "fts"):
-            match = fts_query(query)
-            if match:
-                fts = collapse(store.search_fts(conn, match, filters, depth * 3))
+            fts = search_notes(conn, query, filters, depth)
         if mode in ("hybrid", "vector"):
             vec, reason = self._vector_arm(conn, query, filters, depth)
             degraded = reason is not None
             if degraded and mode == "vector":
-                match = fts_query(query)
-                fts = collapse(store.search_fts(conn, match, filters, depth * 3)) if match else []
+                fts = search_notes(conn, query, filters, depth)
         if vec and fts:
             if s.fusion == "rrf":
                 fused = fuse_rrf(fts, vec, s.rrf_k, s.vector_weight)

@@ -165,6 +165,7 @@ class NoteRow:
     body_hash: str
     version: str
     summary_pending: bool
+    lang: str = ""  # the language its full text was analysed in (index/analysis.py)
 
 
 @dataclass(frozen=True)
@@ -217,6 +218,7 @@ def upsert_note(
         note.body_hash,
         note.version,
         1 if note.summary_pending else 0,
+        note.lang,
     )
     if row is not None:
         rowid = row[0]
@@ -225,15 +227,15 @@ def upsert_note(
             """UPDATE notes SET id=?, claimed_id=?, title=?, summary=?, lead=?, created=?,
                updated=?, sort_time=?, folder=?, stem_key=?, path_key=?, aliases=?,
                mtime_ns=?, size=?, content_hash=?, body_hash=?, version=?, summary_state=?,
-               llm_summary=NULL WHERE rowid=?""",
+               lang=?, llm_summary=NULL WHERE rowid=?""",
             (*values, rowid),
         )
     else:
         cur = conn.execute(
             """INSERT INTO notes(id, claimed_id, title, summary, lead, created, updated,
                sort_time, folder, stem_key, path_key, aliases, mtime_ns, size, content_hash,
-               body_hash, version, summary_state, path)
-               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+               body_hash, version, summary_state, lang, path)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
             (*values, note.path),
         )
         rowid = cur.lastrowid
@@ -465,6 +467,12 @@ def snapshot(conn: Connection) -> dict[str, list[tuple]]:
 
 
 # --- full-text search ---------------------------------------------------------------
+
+
+def note_languages(conn: Connection) -> dict[str, int]:
+    """How many notes were analysed in each language (an index-only scan of notes_lang)."""
+    rows = conn.execute("SELECT lang, count(*) FROM notes GROUP BY lang")
+    return {r[0]: r[1] for r in rows if r[0]}
 
 
 @dataclass(frozen=True)

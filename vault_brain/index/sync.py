@@ -20,7 +20,8 @@ from stat import S_ISREG as stat_is_file
 from vault_brain import log
 from vault_brain.config import Settings
 from vault_brain.errors import NotFound, Unavailable
-from vault_brain.index import store
+from vault_brain.index import store, text
+from vault_brain.index.analysis import frontmatter_language, note_language
 from vault_brain.index.chunking import chunk_note
 from vault_brain.index.db import Connection
 from vault_brain.index.text import fts_text
@@ -67,9 +68,15 @@ def _strip_title(heading_path: str, title: str) -> str:
 
 
 def build_rows(
-    note: Note, stat: FileStat, settings: Settings, summarize: bool
+    note: Note,
+    stat: FileStat,
+    settings: Settings,
+    summarize: bool,
+    frontmatter_lang: str | None = None,
 ) -> tuple[store.NoteRow, list[store.ChunkRow], list[store.LinkRow]]:
-    """Turn a parsed note into the rows the index stores for it."""
+    """Turn a parsed note into the rows the index stores for it. Its full text is analysed
+    in its language: `frontmatter_lang` (its `lang:`), else detected, else configured."""
+    lang = note_language(f"{note.title}\n\n{note.body}", frontmatter_lang, settings.text.languages)
     folder = posixpath.dirname(note.path)
     stem = posixpath.basename(note.path)
     stem = stem[:-3] if stem.lower().endswith(".md") else stem
@@ -93,9 +100,10 @@ def build_rows(
         body_hash=text_hash(note.body.strip()),
         version=note.version,
         summary_pending=summarize and not note.summary,
+        lang=lang,
     )
     c = settings.chunk
-    title_text = fts_text(" ".join([note.title, *note.aliases]))
+    title_text = fts_text(" ".join([note.title, *note.aliases]), lang)
     tag_text = " ".join(note.tags)
     chunks = []
     for ch in chunk_note(note.title, note.body, c.max_tokens, c.overlap, c.min_tokens):
@@ -108,8 +116,8 @@ def build_rows(
                 text_hash=text_hash(f"{ch.heading_path}\n\n{ch.text}"),
                 tokens=ch.tokens,
                 fts_title=title_text,
-                fts_headings=fts_text(f"{headings} {tag_text}".strip()),
-                fts_body=fts_text(ch.text),
+                fts_headings=fts_text(f"{headings} {tag_text}".strip(), lang),
+                fts_body=fts_text(ch.text, lang),
             )
         )
     links = [store.LinkRow(ln.target, ln.heading, ln.alias, ln.embed) for ln in note.links]
@@ -136,9 +144,17 @@ class Syncer:
         for folder in scan.unreadable_dirs:
             log.warn("folder_unreadable", path=folder)
         indexed = store.load_stats(self.conn)
+        languages = self.settings.text.languages
+        reanalyse = text.analyzer_changed(self.conn, languages)  # another analyser: all notes
         report = self._apply(
-            {f.path: f for f in scan.files}, indexed, scan.unreadable_dirs, full, progress
+            {f.path: f for f in scan.files},
+            indexed,
+            scan.unreadable_dirs,
+            full or reanalyse,
+            progress,
         )
+        if reanalyse:
+            text.mark_analyzed(self.conn, languages)
         report.scanned = len(scan.files)
         report.skipped += len(scan.skipped)
         report.ms = round((time.perf_counter() - started) * 1000, 1)
@@ -367,7 +383,9 @@ def prepare(
         note = parse_note(stat.path, raw)
     except UnreadableNote as exc:
         return Prepared(stat, "invalid", reason=str(exc))
-    return Prepared(stat, "index", note, build_rows(note, stat, settings, summarize))
+    # The frontmatter block is at the top: its `lang:` needs no second YAML parse.
+    lang = frontmatter_language(raw[:8192].decode("utf-8", "ignore"))
+    return Prepared(stat, "index", note, build_rows(note, stat, settings, summarize, lang))
 
 
 _worker_context: tuple[Settings, bool] | None = None
