@@ -237,7 +237,12 @@ def note_languages(settings: Any) -> dict[str, int]:
         conn.close()
 
 
-def run_fts_only(bs: BenchSet, limit_queries: int | None, extra: dict[str, dict[str, Any]]) -> dict:
+def run_fts_only(
+    bs: BenchSet,
+    limit_queries: int | None,
+    extra: dict[str, dict[str, Any]],
+    sweep: list[tuple[str, str, Any]] = (),
+) -> dict:
     """Full text alone (no embedding provider): a quick look at the analyser's changes."""
     queries = bs.queries[:limit_queries]
     extra = {**extra, "embed": {**extra.get("embed", {}), "provider": "none"}}
@@ -251,6 +256,14 @@ def run_fts_only(bs: BenchSet, limit_queries: int | None, extra: dict[str, dict[
             ranked, _ = run_queries(brain, queries, "fts", bs.hit_id)
             searched = time.perf_counter()
             languages = note_languages(settings)
+            swept = {}
+            for section, key, value in sweep:
+                target = getattr(brain.settings, section)
+                before = getattr(target, key)
+                setattr(target, key, value)
+                runs, _ = run_queries(brain, queries, "fts", bs.hit_id)
+                setattr(target, key, before)
+                swept[f"{section}.{key}={value}"] = score(runs, bs, queries)
         finally:
             brain.close()
     progress(f"{bs.name}: {report.added} notes indexed in {synced - start:.1f} s")
@@ -262,11 +275,42 @@ def run_fts_only(bs: BenchSet, limit_queries: int | None, extra: dict[str, dict[
         "search_ms_mean": round(1000 * (searched - synced) / max(1, len(queries)), 2),
         "note_languages": languages,
         "fts": score(ranked, bs, queries),
+        "sweep": swept,
         "per_query_ndcg@10": [
             round(ndcg_at_k(r, bs.qrels[qid], K), 4)
             for r, (qid, _) in zip(ranked, queries, strict=True)
         ],
     }
+
+
+def sweep_markdown(sets: dict[str, dict]) -> str:
+    """nDCG@10 per set and swept setting, with the worst case (min over sets of the change
+    against the run's own settings)."""
+    labels = list(next(iter(sets.values()))["sweep"])
+    if not labels:
+        return ""
+    rows = []
+    for label in labels:
+        deltas = {n: r["sweep"][label]["ndcg@10"] - r["fts"]["ndcg@10"] for n, r in sets.items()}
+        worst = min(deltas, key=deltas.get)
+        rows.append(
+            [label]
+            + [r["sweep"][label]["ndcg@10"] for r in sets.values()]
+            + [f"{deltas[worst]:+.3f} ({worst})"]
+        )
+    rows.append(["as run"] + [r["fts"]["ndcg@10"] for r in sets.values()] + [""])
+    return markdown_table(["setting", *sets, "worst change"], rows)
+
+
+def parse_sweep(items: list[str]) -> list[tuple[str, str, Any]]:
+    """`section.key=v1,v2,...` -> [(section, key, v1), ...] (values parsed as TOML)."""
+    out = []
+    for item in items:
+        key, _, raw = item.partition("=")
+        for v in raw.split(","):
+            for section, values in parse_overrides([f"{key}={v}"]).items():
+                out += [(section, name, value) for name, value in values.items()]
+    return out
 
 
 def fts_only_markdown(sets: dict[str, dict]) -> str:
@@ -429,6 +473,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fts-only", action="store_true", help="full text alone, no vectors (quick)"
     )
+    parser.add_argument(
+        "--fts-sweep",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=V1,V2",
+        help="with --fts-only: also run every value on the same index",
+    )
     parser.add_argument("--json-out", default=None, help="also write the JSON report here")
     args = parser.parse_args(argv)
 
@@ -448,9 +499,13 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     sets = {}
     if args.fts_only:
+        sweep = parse_sweep(args.fts_sweep)
         for name in names:
-            sets[name] = run_fts_only(bench_set(name), args.limit_queries, extra)
+            sets[name] = run_fts_only(bench_set(name), args.limit_queries, extra, sweep)
         print(fts_only_markdown(sets))
+        if sweep:
+            print()
+            print(sweep_markdown(sets))
         report = {
             "bench": "quality --fts-only",
             "command": "python -m bench.quality " + " ".join(argv or sys.argv[1:]),

@@ -68,6 +68,8 @@ class TextSettings:
     # note's language. Else detection chooses among these where they cover a note's script,
     # and the first one is used when a note shows no language at all.
     languages: list[str] = field(default_factory=list)
+    note_weight: float = 0.0
+    chunk_sum: float = 0.0
 
 
 @dataclass

@@ -548,7 +548,14 @@ class Brain:
         vec: list[NoteHit] = []
         degraded, reason = False, None
         if mode in ("hybrid", "fts"):
-            fts = search_notes(conn, query, filters, depth)
+            fts = search_notes(
+                conn,
+                query,
+                filters,
+                depth,
+                self.settings.text.note_weight,
+                self.settings.text.chunk_sum,
+            )
         if mode in ("hybrid", "vector"):
             vec, reason = self._vector_arm(conn, query, filters, depth)
             degraded = reason is not None

@@ -1,7 +1,7 @@
 """The sidecar's schema in one readable block. Bump SCHEMA_VERSION on any change:
 the index is disposable, so a new version simply rebuilds from the files."""
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # FTS5 tokenizer: unicode61 with diacritics removed, fed with text that index/analysis.py
 # has already analysed per language (stemmed, stopwords dropped, CJK and Thai cut into
@@ -58,6 +58,11 @@ CREATE TABLE chunks (
 CREATE INDEX chunks_note ON chunks(note_rowid);
 CREATE INDEX chunks_pending ON chunks(vec_state) WHERE vec_state = 0;
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    title, headings, body,
+    tokenize = "{FTS_TOKENIZE}",
+    content = '', contentless_delete = 1
+);
+CREATE VIRTUAL TABLE notes_fts USING fts5(
     title, headings, body,
     tokenize = "{FTS_TOKENIZE}",
     content = '', contentless_delete = 1

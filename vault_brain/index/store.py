@@ -137,6 +137,7 @@ def _drop_note_parts(conn: Connection, rowid: int, has_vectors: bool) -> None:
             conn.execute(f"DELETE FROM {VECTOR_TABLE} WHERE rowid IN ({marks})", chunk_ids)
             bump_vector_epoch(conn)
         conn.execute("DELETE FROM chunks WHERE note_rowid = ?", (rowid,))
+    conn.execute("DELETE FROM notes_fts WHERE rowid = ?", (rowid,))
     conn.execute("DELETE FROM tags WHERE note_rowid = ?", (rowid,))
     conn.execute("DELETE FROM aliases WHERE note_rowid = ?", (rowid,))
     conn.execute("DELETE FROM links WHERE note_rowid = ?", (rowid,))
@@ -166,6 +167,7 @@ class NoteRow:
     version: str
     summary_pending: bool
     lang: str = ""  # the language its full text was analysed in (index/analysis.py)
+    fts: tuple[str, str, str] | None = None  # analysed (title, headings, body) of the note
 
 
 @dataclass(frozen=True)
@@ -251,6 +253,11 @@ def upsert_note(
                 "UPDATE notes SET llm_summary = ?, summary_state = 0 WHERE rowid = ?",
                 (cached[0], rowid),
             )
+    if note.fts is not None:
+        conn.execute(
+            "INSERT INTO notes_fts(rowid, title, headings, body) VALUES (?,?,?,?)",
+            (rowid, *note.fts),
+        )
     for c in chunks:
         cur = conn.execute(
             """INSERT INTO chunks(note_rowid, ordinal, heading_path, text, text_hash, tokens)
@@ -506,6 +513,45 @@ def search_fts(conn: Connection, match: str, filters: Filters, limit: int) -> li
             WHERE chunks_fts MATCH ? AND {where}
             ORDER BY s LIMIT ?""",
         (match, *params, limit),
+    )
+    return [ChunkHit(r[0], r[1], -r[2]) for r in rows]
+
+
+def search_fts_notes(
+    conn: Connection, match: str, filters: Filters, limit: int
+) -> list[tuple[int, float]]:
+    """(note rowid, -bm25) of the notes whose whole text matches best, best first."""
+    w = FTS_WEIGHTS
+    where, params = filters.sql()
+    if not filters.active:
+        rows = conn.execute(
+            f"""SELECT rowid, bm25(notes_fts, {w[0]}, {w[1]}, {w[2]}) AS s FROM notes_fts
+                WHERE notes_fts MATCH ? ORDER BY s LIMIT ?""",
+            (match, limit),
+        )
+    else:
+        rows = conn.execute(
+            f"""SELECT f.rowid, bm25(notes_fts, {w[0]}, {w[1]}, {w[2]}) AS s
+                FROM notes_fts f JOIN notes n ON n.rowid = f.rowid
+                WHERE notes_fts MATCH ? AND {where} ORDER BY s LIMIT ?""",
+            (match, *params, limit),
+        )
+    return [(r[0], -r[1]) for r in rows]
+
+
+def best_chunks(conn: Connection, match: str, note_rowids: Sequence[int]) -> list[ChunkHit]:
+    """Every matching chunk of these notes (to pick the one that gives a note's snippet)."""
+    if not note_rowids:
+        return []
+    w = FTS_WEIGHTS
+    marks = ",".join("?" * len(note_rowids))
+    rows = conn.execute(
+        f"""SELECT f.rowid, c.note_rowid, bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}) AS s
+            FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid
+            WHERE chunks_fts MATCH ? AND f.rowid IN (
+                SELECT rowid FROM chunks WHERE note_rowid IN ({marks}))
+            ORDER BY s""",
+        (match, *note_rowids),
     )
     return [ChunkHit(r[0], r[1], -r[2]) for r in rows]
 

@@ -105,9 +105,11 @@ def build_rows(
     c = settings.chunk
     title_text = fts_text(" ".join([note.title, *note.aliases]), lang)
     tag_text = " ".join(note.tags)
+    heading_paths: list[str] = []
     chunks = []
     for ch in chunk_note(note.title, note.body, c.max_tokens, c.overlap, c.min_tokens):
         headings = _strip_title(ch.heading_path, note.title)
+        heading_paths.append(headings)
         chunks.append(
             store.ChunkRow(
                 ordinal=ch.ordinal,
@@ -120,6 +122,16 @@ def build_rows(
                 fts_body=fts_text(ch.text, lang),
             )
         )
+    # The whole note as one full-text row: evidence spread over chunks counts together.
+    headings_text = " ".join(dict.fromkeys(h for h in heading_paths if h))
+    row = replace(
+        row,
+        fts=(
+            title_text,
+            fts_text(f"{headings_text} {tag_text}".strip(), lang),
+            fts_text(note.body, lang),
+        ),
+    )
     links = [store.LinkRow(ln.target, ln.heading, ln.alias, ln.embed) for ln in note.links]
     return row, chunks, links
 

@@ -69,14 +69,63 @@ def vault_languages(conn: Connection) -> tuple[list[str], str | None]:
     return languages or ["en"], dominant
 
 
-def search_notes(conn: Connection, query: str, filters: store.Filters, depth: int) -> list[NoteHit]:
+def search_notes(
+    conn: Connection,
+    query: str,
+    filters: store.Filters,
+    depth: int,
+    note_weight: float = 0.0,
+    chunk_sum: float = 0.0,
+) -> list[NoteHit]:
     """The full-text arm: notes best first, each with the chunk that gives its snippet.
-    `depth` is how many notes the caller may use (it over-fetches chunks to fill it)."""
+    `depth` is how many notes the caller may use (it over-fetches chunks to fill it).
+
+    A note's score mixes its best chunk's bm25 with its whole text's bm25 (the notes_fts
+    row), min-max normalised: (1 - note_weight) * chunk + note_weight * note."""
     languages, dominant = vault_languages(conn)
     match = fts_query(query, languages, dominant)
     if not match:
         return []
-    return collapse(store.search_fts(conn, match, filters, depth * 3))
+    chunk_hits = store.search_fts(conn, match, filters, depth * 3)
+    best = collapse(chunk_hits)
+    if chunk_sum > 0:  # EXPERIMENT: max + chunk_sum * the other chunks' scores
+        extra: dict[int, float] = {}
+        seen: set[int] = set()
+        for h in chunk_hits:
+            if h.note_rowid in seen:
+                extra[h.note_rowid] = extra.get(h.note_rowid, 0.0) + h.score
+            seen.add(h.note_rowid)
+        best = [
+            NoteHit(h.note_rowid, h.chunk_rowid, h.score + chunk_sum * extra.get(h.note_rowid, 0))
+            for h in best
+        ]
+        best.sort(key=lambda h: (-h.score, h.note_rowid))
+    if note_weight <= 0:
+        return best
+    notes = store.search_fts_notes(conn, match, filters, depth)
+    chunk_of = {h.note_rowid: h.chunk_rowid for h in best}
+    missing = [n for n, _ in notes if n not in chunk_of]
+    for h in collapse(store.best_chunks(conn, match, missing)):
+        chunk_of[h.note_rowid] = h.chunk_rowid
+    c = _minmax({h.note_rowid: h.score for h in best})
+    n = _minmax(dict(notes))
+    w = note_weight
+    fused = [
+        NoteHit(rowid, chunk_of[rowid], (1 - w) * c.get(rowid, 0.0) + w * n.get(rowid, 0.0))
+        for rowid in dict.fromkeys([*n, *c])
+        if rowid in chunk_of
+    ]
+    fused.sort(key=lambda h: (-h.score, h.note_rowid))
+    return fused
+
+
+def _minmax(scores: dict[int, float]) -> dict[int, float]:
+    if not scores:
+        return {}
+    lo, hi = min(scores.values()), max(scores.values())
+    if hi - lo < 1e-12:
+        return dict.fromkeys(scores, 1.0)
+    return {k: (v - lo) / (hi - lo) for k, v in scores.items()}
 
 
 def analyzer_changed(conn: Connection, configured: Sequence[str]) -> bool:
