@@ -68,8 +68,8 @@ class TextSettings:
     # note's language. Else detection chooses among these where they cover a note's script,
     # and the first one is used when a note shows no language at all.
     languages: list[str] = field(default_factory=list)
-    note_weight: float = 0.0
-    chunk_sum: float = 0.0
+    # A note's full-text score: (1 - w) * its best chunk + w * the whole note (bm25 each).
+    note_weight: float = 0.3
 
 
 @dataclass
@@ -276,6 +276,8 @@ def _validate(s: Settings, problems: list[str]) -> None:
         elif code not in languages:
             languages.append(code)
     s.text.languages = languages
+    if not 0.0 <= s.text.note_weight <= 1.0:
+        problems.append("text.note_weight: must be between 0 and 1")
     if not 0.0 <= s.search.vector_weight <= 1.0:
         problems.append("search.vector_weight: must be between 0 and 1")
     if not 0 < s.server.port < 65536:

@@ -548,19 +548,12 @@ class Brain:
         vec: list[NoteHit] = []
         degraded, reason = False, None
         if mode in ("hybrid", "fts"):
-            fts = search_notes(
-                conn,
-                query,
-                filters,
-                depth,
-                self.settings.text.note_weight,
-                self.settings.text.chunk_sum,
-            )
+            fts = search_notes(conn, query, filters, depth, self.settings.text.note_weight)
         if mode in ("hybrid", "vector"):
             vec, reason = self._vector_arm(conn, query, filters, depth)
             degraded = reason is not None
             if degraded and mode == "vector":
-                fts = search_notes(conn, query, filters, depth)
+                fts = search_notes(conn, query, filters, depth, self.settings.text.note_weight)
         if vec and fts:
             if s.fusion == "rrf":
                 fused = fuse_rrf(fts, vec, s.rrf_k, s.vector_weight)

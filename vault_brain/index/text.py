@@ -35,6 +35,9 @@ __all__ = [
 ]
 
 _ANY_STOPWORD = frozenset().union(*STOPWORDS.values())
+# The share of the whole-note score in a note's full-text score (text.note_weight):
+# chosen on the question and IR sets, docs/benchmarks.md.
+NOTE_WEIGHT = 0.3
 
 
 def fts_text(text: str, lang: str = "en") -> str:
@@ -74,32 +77,19 @@ def search_notes(
     query: str,
     filters: store.Filters,
     depth: int,
-    note_weight: float = 0.0,
-    chunk_sum: float = 0.0,
+    note_weight: float = NOTE_WEIGHT,
 ) -> list[NoteHit]:
     """The full-text arm: notes best first, each with the chunk that gives its snippet.
     `depth` is how many notes the caller may use (it over-fetches chunks to fill it).
 
-    A note's score mixes its best chunk's bm25 with its whole text's bm25 (the notes_fts
-    row), min-max normalised: (1 - note_weight) * chunk + note_weight * note."""
+    A note's score mixes its best chunk's bm25 with its whole text's bm25 (its notes_fts
+    row), each min-max normalised: (1 - note_weight) * chunk + note_weight * note, so that
+    evidence spread over several chunks counts; the snippet stays the best chunk's."""
     languages, dominant = vault_languages(conn)
     match = fts_query(query, languages, dominant)
     if not match:
         return []
-    chunk_hits = store.search_fts(conn, match, filters, depth * 3)
-    best = collapse(chunk_hits)
-    if chunk_sum > 0:  # EXPERIMENT: max + chunk_sum * the other chunks' scores
-        extra: dict[int, float] = {}
-        seen: set[int] = set()
-        for h in chunk_hits:
-            if h.note_rowid in seen:
-                extra[h.note_rowid] = extra.get(h.note_rowid, 0.0) + h.score
-            seen.add(h.note_rowid)
-        best = [
-            NoteHit(h.note_rowid, h.chunk_rowid, h.score + chunk_sum * extra.get(h.note_rowid, 0))
-            for h in best
-        ]
-        best.sort(key=lambda h: (-h.score, h.note_rowid))
+    best = collapse(store.search_fts(conn, match, filters, depth * 3))
     if note_weight <= 0:
         return best
     notes = store.search_fts_notes(conn, match, filters, depth)
