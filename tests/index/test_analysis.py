@@ -291,3 +291,22 @@ def test_changing_the_configured_languages_reanalyses_every_note(vault, make_bra
     first.close()
     second = make_brain(text={"languages": ["de"]})  # the sync sees the new analyser
     assert [h.path for h in second.search("Notiz", mode="fts").hits] == ["a.md"]
+
+
+def test_threads_analysing_at_once_get_what_one_thread_gets():
+    import threading
+
+    texts = [(TEXTS[lang], lang) for lang in ("de", "ru", "fr", "es", "nl", "pl")]
+    expected = [analyze(t, lang) for t, lang in texts]
+    analysis._language.cache_clear()  # cold caches: the stemmers themselves run in threads
+    results: list[list[str]] = []
+
+    def work() -> None:
+        results.append([analyze(t, lang) for _ in range(50) for t, lang in texts][-6:])
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [expected] * 4

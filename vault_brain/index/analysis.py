@@ -6,8 +6,8 @@ terms the FTS table stores and matches, the same way at index and at query time:
 - NFKC and lower case; words are runs of letters, marks and digits (so Devanagari vowel
   signs and Thai tone marks stay inside their word, which FTS5's default does not do).
 - Chinese, Japanese and Korean runs become overlapping character bigrams; Thai, Lao,
-  Khmer and Myanmar runs (no spaces between words) become character bigrams too
-  (measured against trigrams and whole runs in docs/benchmarks.md).
+  Khmer and Myanmar runs (no spaces between words) become trigrams of grapheme clusters
+  (measured against other n-grams and a Thai word segmenter in docs/benchmarks.md).
 - Other words: the note's language's stopwords are dropped and the rest is stemmed with
   its Snowball stemmer (PyStemmer), so "Notizen" and "Notiz", "заметки" and "заметка"
   meet. Languages without a stemmer keep their words as they are.
@@ -23,6 +23,7 @@ syntax ever comes from user text.
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -39,7 +40,7 @@ from vault_brain.index.stopwords import STOPWORDS
 ANALYZER_VERSION = 1
 MAX_QUERY_TERMS = 32
 # Character n-grams (CJK, Thai) are many per word: a question gets more of them.
-MAX_QUERY_GRAMS = 64
+MAX_QUERY_GRAMS = 96
 DETECT_CHARS = 2500  # the start of a note is enough to tell its language
 MIN_EVIDENCE = 0.03  # stopword hits per word below which a text shows no language
 
@@ -244,24 +245,44 @@ def frontmatter_language(text: str) -> str | None:
 # --- stemming ------------------------------------------------------------------------
 
 
+_local = threading.local()
+
+
+def _stemmer(algorithm: str) -> Stemmer.Stemmer:
+    """PyStemmer's stemmers are not thread-safe: one per thread (the server searches from
+    several threads)."""
+    stemmers = getattr(_local, "stemmers", None)
+    if stemmers is None:
+        stemmers = _local.stemmers = {}
+    got = stemmers.get(algorithm)
+    if got is None:
+        got = stemmers[algorithm] = Stemmer.Stemmer(algorithm)
+    return got
+
+
 @dataclass
 class _Language:
     code: str
     stopwords: frozenset[str]
-    stemmer: Stemmer.Stemmer | None
-    cache: dict[str, str]
+    algorithm: str | None
+    cache: dict[str, str]  # word -> form, shared by threads (dict updates are atomic)
+
+    @property
+    def stemmer(self) -> Stemmer.Stemmer | None:
+        return _stemmer(self.algorithm) if self.algorithm else None
 
     def form(self, word: str) -> str:
         """The indexed form of a lowercase word: its stem, or "" for a stopword."""
         got = self.cache.get(word)
         if got is not None:
             return got
+        stemmer = self.stemmer
         if word in self.stopwords:
             got = ""
-        elif self.stemmer is None:
+        elif stemmer is None:
             got = word
         else:
-            got = self.stemmer.stemWord(_premap(self.code, word)) or word
+            got = stemmer.stemWord(_premap(self.code, word)) or word
         if len(self.cache) > 300_000:
             self.cache.clear()
         self.cache[word] = got
@@ -276,9 +297,7 @@ def _premap(code: str, word: str) -> str:
 
 @cache
 def _language(code: str) -> _Language:
-    algorithm = LANGUAGES.get(code)
-    stemmer = Stemmer.Stemmer(algorithm) if algorithm else None
-    return _Language(code, STOPWORDS.get(code, frozenset()), stemmer, {})
+    return _Language(code, STOPWORDS.get(code, frozenset()), LANGUAGES.get(code), {})
 
 
 def stem(word: str, lang: str) -> str:
@@ -625,10 +644,8 @@ def query_forms(
 
 
 def _query_form(word: str, lang: str) -> str:
-    language = _language(lang)
-    if language.stemmer is None:
-        return word
-    return language.stemmer.stemWord(_premap(lang, word)) or word
+    stemmer = _language(lang).stemmer
+    return (stemmer.stemWord(_premap(lang, word)) or word) if stemmer else word
 
 
 def match_expression(terms: Sequence[tuple[str, ...]]) -> str | None:
