@@ -539,21 +539,20 @@ def search_fts_notes(
     return [(r[0], -r[1]) for r in rows]
 
 
-def best_chunks(conn: Connection, match: str, note_rowids: Sequence[int]) -> list[ChunkHit]:
-    """Every matching chunk of these notes (to pick the one that gives a note's snippet)."""
+def chunks_of_notes(
+    conn: Connection, note_rowids: Sequence[int]
+) -> list[tuple[int, int, str, str]]:
+    """(note rowid, chunk rowid, chunk text, note language) of every chunk of these notes."""
     if not note_rowids:
         return []
-    w = FTS_WEIGHTS
     marks = ",".join("?" * len(note_rowids))
     rows = conn.execute(
-        f"""SELECT f.rowid, c.note_rowid, bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}) AS s
-            FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid
-            WHERE chunks_fts MATCH ? AND f.rowid IN (
-                SELECT rowid FROM chunks WHERE note_rowid IN ({marks}))
-            ORDER BY s""",
-        (match, *note_rowids),
+        f"""SELECT c.note_rowid, c.rowid, c.text, n.lang FROM chunks c
+            JOIN notes n ON n.rowid = c.note_rowid
+            WHERE c.note_rowid IN ({marks}) ORDER BY c.rowid""",
+        list(note_rowids),
     )
-    return [ChunkHit(r[0], r[1], -r[2]) for r in rows]
+    return [(r[0], r[1], r[2], r[3]) for r in rows]
 
 
 def chunk_texts(conn: Connection, chunk_rowids: Sequence[int]) -> dict[int, tuple[str, str]]:

@@ -86,7 +86,8 @@ def search_notes(
     row), each min-max normalised: (1 - note_weight) * chunk + note_weight * note, so that
     evidence spread over several chunks counts; the snippet stays the best chunk's."""
     languages, dominant = vault_languages(conn)
-    match = fts_query(query, languages, dominant)
+    terms = analysis.query_forms(query, languages, dominant)
+    match = analysis.match_expression(terms)
     if not match:
         return []
     best = collapse(store.search_fts(conn, match, filters, depth * 3))
@@ -95,8 +96,7 @@ def search_notes(
     notes = store.search_fts_notes(conn, match, filters, depth)
     chunk_of = {h.note_rowid: h.chunk_rowid for h in best}
     missing = [n for n, _ in notes if n not in chunk_of]
-    for h in collapse(store.best_chunks(conn, match, missing)):
-        chunk_of[h.note_rowid] = h.chunk_rowid
+    chunk_of.update(_snippet_chunks(conn, terms, missing))
     c = _minmax({h.note_rowid: h.score for h in best})
     n = _minmax(dict(notes))
     w = note_weight
@@ -107,6 +107,22 @@ def search_notes(
     ]
     fused.sort(key=lambda h: (-h.score, h.note_rowid))
     return fused
+
+
+def _snippet_chunks(
+    conn: Connection, terms: Sequence[tuple[str, ...]], note_rowids: Sequence[int]
+) -> dict[int, int]:
+    """For notes that the whole-note row found but whose chunks ranked too low to be among
+    the fetched chunk hits: the chunk that contains most of the question's terms (stems
+    found as substrings of its lowercased text; the first chunk on a tie). FTS5 would rank
+    every match in the vault again even to score one note's chunks."""
+    out: dict[int, tuple[int, int]] = {}  # note -> (terms found, chunk)
+    for note_rowid, chunk_rowid, chunk_text, _ in store.chunks_of_notes(conn, note_rowids):
+        lower = chunk_text.lower()
+        found = sum(1 for forms in terms if any(f.rstrip("*") in lower for f in forms))
+        if note_rowid not in out or found > out[note_rowid][0]:
+            out[note_rowid] = (found, chunk_rowid)
+    return {note: chunk for note, (_, chunk) in out.items()}
 
 
 def _minmax(scores: dict[int, float]) -> dict[int, float]:
