@@ -306,10 +306,6 @@ def stem(word: str, lang: str) -> str:
     return (stemmer.stemWord(_premap(lang, word)) or word) if stemmer else word
 
 
-def is_stopword(word: str, lang: str) -> bool:
-    return word in STOPWORDS.get(lang, ())
-
-
 # --- tokens --------------------------------------------------------------------------
 
 
