@@ -15,7 +15,9 @@ import platform
 import statistics
 import subprocess
 import sys
+import tarfile
 import time
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,15 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 
 IR_SETS = ("scifact", "cranfield", "medline", "cacm", "cisi", "npl", "time")
+# Natural-language question sets over real vaults (../shared/corpora/questions/README.md):
+# set name -> question file.
+QUESTION_SETS = {
+    "cpp-docs": "cpp-docs-questions.tsv",
+    "obsidian-de": "obsidian-help-questions-de.tsv",
+    "obsidian-fr": "obsidian-help-questions-fr.tsv",
+    "obsidian-es": "obsidian-help-questions-es.tsv",
+    "obsidian-ja": "obsidian-help-questions-ja.tsv",
+}
 
 
 def shared_dir() -> Path:
@@ -116,6 +127,64 @@ def doc_id_of(path: str) -> str:
     """Inverse of write_vault's naming: vault-relative "<id>.md" → id."""
     name = path.rsplit("/", 1)[-1]
     return name[:-3] if name.endswith(".md") else name
+
+
+# --- question sets over real vaults --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuestionSet:
+    name: str
+    archive: Path  # the corpus archive that holds the vault
+    root: str  # the vault root inside the archive, e.g. "cpp-docs/docs"
+    queries: dict[str, str]  # question id ("q1", ...) -> text, in file order
+    qrels: dict[str, dict[str, float]]  # question id -> {NFC vault-relative path: gain}
+
+
+def nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+def load_question_set(name: str, root: Path | None = None) -> QuestionSet:
+    """A question file: a comment line naming the vault root, then query<TAB>path:grade;...
+
+    Gains are 2^grade - 1 (grade 2 -> 3, grade 1 -> 1), as the README suggests for nDCG."""
+    corpora = root or shared_dir() / "corpora"
+    path = corpora / "questions" / QUESTION_SETS[name]
+    queries: dict[str, str] = {}
+    qrels: dict[str, dict[str, float]] = {}
+    vault_root = ""
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            line = line.rstrip("\n")
+            if line.startswith("#"):
+                if "vault =" in line:
+                    vault_root = line.rsplit("vault =", 1)[1].strip()
+                continue
+            if not line.strip():
+                continue
+            query, judged = line.split("\t", 1)
+            qid = f"q{len(queries) + 1}"
+            queries[qid] = query.strip()
+            gains: dict[str, float] = {}
+            for item in judged.split(";"):
+                if item.strip():
+                    note, grade = item.strip().rsplit(":", 1)
+                    gains[nfc(note)] = 2.0 ** int(grade) - 1
+            qrels[qid] = gains
+    if not vault_root:
+        raise ValueError(f"{path}: no 'vault = ...' in its comment line")
+    archive = corpora / (vault_root.split("/", 1)[0] + ".tar.gz")
+    return QuestionSet(name, archive, vault_root, queries, qrels)
+
+
+def unpack(archive: Path, prefix: str, into: Path) -> Path:
+    """The members of `archive` under `prefix/`, extracted into `into`; returns that folder."""
+    prefix = prefix.rstrip("/") + "/"
+    with tarfile.open(archive) as tar:
+        members = [m for m in tar.getmembers() if m.name.startswith(prefix)]
+        tar.extractall(into, members=members, filter="data")
+    return into / prefix
 
 
 # --- metrics (one query; callers average) ---------------------------------------------------

@@ -90,7 +90,7 @@ def run_locale(locale: str, work: Path) -> dict[str, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--locales", default="en,zh,ja,ko,ru,th")
+    parser.add_argument("--locales", default="en,ru,zh,ja,ko,de,fr,es,ar,th,km")
     parser.add_argument("--json-out", default=None)
     args = parser.parse_args()
     log.set_quiet(True)

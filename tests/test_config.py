@@ -309,3 +309,11 @@ def test_a_trusted_vault_config_may_put_the_index_elsewhere(tmp_path):
     env = user_env(tmp_path)
     trust_vault_config(str(vault), env)
     assert load_settings(vault=str(vault), env=env).index_path == elsewhere.resolve()
+
+
+def test_text_languages_are_normalised_and_unknown_ones_refused(tmp_path):
+    s = load_settings(vault=str(tmp_path), env={"VAULT_BRAIN_TEXT_LANGUAGES": "de-DE, English,de"})
+    assert s.text.languages == ["de", "en"]
+    with pytest.raises(ConfigError) as err:
+        load_settings(vault=str(tmp_path), env={}, overrides={"text": {"languages": ["xx"]}})
+    assert "text.languages" in str(err.value)

@@ -80,6 +80,16 @@ class SearchSettings:
 
 
 @dataclass
+class TextSettings:
+    # Languages of the vault's notes (ISO codes: "en", "de", ...). Empty: detect each
+    # note's language. Else detection chooses among these where they cover a note's script,
+    # and the first one is used when a note shows no language at all.
+    languages: list[str] = field(default_factory=list)
+    # A note's full-text score: (1 - w) * its best chunk + w * the whole note (bm25 each).
+    note_weight: float = 0.3
+
+
+@dataclass
 class SummarySettings:
     provider: str = "none"  # none | ollama | openai
     model: str = ""
@@ -128,6 +138,7 @@ class Settings:
     chunk: ChunkSettings = field(default_factory=ChunkSettings)
     embed: EmbedSettings = field(default_factory=EmbedSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
+    text: TextSettings = field(default_factory=TextSettings)
     summary: SummarySettings = field(default_factory=SummarySettings)
     write: WriteSettings = field(default_factory=WriteSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
@@ -287,6 +298,21 @@ def _validate(s: Settings, problems: list[str]) -> None:
             problems.append(f"{section}.{key}: must be 0 or more")
     if s.chunk.overlap >= s.chunk.max_tokens:
         problems.append("chunk.overlap: must be smaller than chunk.max_tokens")
+    from vault_brain.index.analysis import LANGUAGES, normalize_language
+
+    languages = []
+    for raw in s.text.languages:
+        code = normalize_language(raw)
+        if code is None:
+            problems.append(
+                f"text.languages: {raw!r} is not a language code vault-brain knows "
+                f"({' '.join(sorted(LANGUAGES))})"
+            )
+        elif code not in languages:
+            languages.append(code)
+    s.text.languages = languages
+    if not 0.0 <= s.text.note_weight <= 1.0:
+        problems.append("text.note_weight: must be between 0 and 1")
     if not 0.0 <= s.search.vector_weight <= 1.0:
         problems.append("search.vector_weight: must be between 0 and 1")
     if not 0 < s.server.port < 65536:

@@ -77,7 +77,7 @@ class Brain:
         self.indexer = Indexer(settings, self.index, self.embedder, self.summarizer)
         self._vector_arm = VectorArm(self.embedder, self.indexer.embed_backoff)
         self.pipeline = SearchPipeline(
-            self.index, settings.search, [FullTextArm(), self._vector_arm]
+            self.index, settings.search, [FullTextArm(settings.text), self._vector_arm]
         )
         self._closed = False
 

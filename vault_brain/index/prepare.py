@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from vault_brain.config import Settings
 from vault_brain.errors import VaultBrainError
+from vault_brain.index.analysis import frontmatter_language, note_language
 from vault_brain.index.chunking import chunk_note
 from vault_brain.index.hashes import iso_utc, text_hash
 from vault_brain.index.records import ChunkRow, LinkRow, NoteRow
@@ -27,9 +28,15 @@ def _strip_title(heading_path: str, title: str) -> str:
 
 
 def build_rows(
-    note: Note, stat: FileStat, settings: Settings, summarize: bool
+    note: Note,
+    stat: FileStat,
+    settings: Settings,
+    summarize: bool,
+    frontmatter_lang: str | None = None,
 ) -> tuple[NoteRow, list[ChunkRow], list[LinkRow]]:
-    """Turn a parsed note into the rows the index stores for it."""
+    """Turn a parsed note into the rows the index stores for it. Its full text is analysed
+    in its language: `frontmatter_lang` (its `lang:`), else detected, else configured."""
+    lang = note_language(f"{note.title}\n\n{note.body}", frontmatter_lang, settings.text.languages)
     folder = posixpath.dirname(note.path)
     stem = posixpath.basename(note.path)
     stem = stem[:-3] if stem.lower().endswith(".md") else stem
@@ -53,13 +60,16 @@ def build_rows(
         body_hash=text_hash(note.body.strip()),
         version=note.version,
         summary_pending=summarize and not note.summary,
+        lang=lang,
     )
     c = settings.chunk
-    title_text = fts_text(" ".join([note.title, *note.aliases]))
+    title_text = fts_text(" ".join([note.title, *note.aliases]), lang)
     tag_text = " ".join(note.tags)
+    heading_paths: list[str] = []
     chunks = []
     for ch in chunk_note(note.title, note.body, c.max_tokens, c.overlap, c.min_tokens):
         headings = _strip_title(ch.heading_path, note.title)
+        heading_paths.append(headings)
         chunks.append(
             ChunkRow(
                 ordinal=ch.ordinal,
@@ -68,10 +78,20 @@ def build_rows(
                 text_hash=text_hash(f"{ch.heading_path}\n\n{ch.text}"),
                 tokens=ch.tokens,
                 fts_title=title_text,
-                fts_headings=fts_text(f"{headings} {tag_text}".strip()),
-                fts_body=fts_text(ch.text),
+                fts_headings=fts_text(f"{headings} {tag_text}".strip(), lang),
+                fts_body=fts_text(ch.text, lang),
             )
         )
+    # The whole note as one full-text row: evidence spread over chunks counts together.
+    headings_text = " ".join(dict.fromkeys(h for h in heading_paths if h))
+    row = replace(
+        row,
+        fts=(
+            title_text,
+            fts_text(f"{headings_text} {tag_text}".strip(), lang),
+            fts_text(note.body, lang),
+        ),
+    )
     links = [LinkRow(ln.target, ln.heading, ln.alias, ln.embed) for ln in note.links]
     return row, chunks, links
 
@@ -106,4 +126,6 @@ def prepare(
         note = parse_note(stat.path, raw)
     except UnreadableNote as exc:
         return Prepared(stat, "invalid", reason=str(exc))
-    return Prepared(stat, "index", note, build_rows(note, stat, settings, summarize))
+    # The frontmatter block is at the top: its `lang:` needs no second YAML parse.
+    lang = frontmatter_language(raw[:8192].decode("utf-8", "ignore"))
+    return Prepared(stat, "index", note, build_rows(note, stat, settings, summarize, lang))

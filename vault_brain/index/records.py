@@ -27,8 +27,9 @@ class Filters:
 @dataclass(frozen=True)
 class TextQuery:
     """A full-text query after analysis: each group is one query word in its indexed forms
-    (stems in several languages, CJK bigrams); a note matches a group through any form.
-    Groups are ORed and bm25 ranks notes by how many and how rare the words they share."""
+    (stems in several languages, CJK bigrams; a form ending in * matches as a prefix); a
+    note matches a group through any form. Groups are ORed and bm25 ranks notes by how many
+    and how rare the words they share."""
 
     groups: tuple[tuple[str, ...], ...]
 
@@ -67,6 +68,8 @@ class NoteRow:
     body_hash: str
     version: str
     summary_pending: bool
+    lang: str = ""  # the language its full text was analysed in (index/analysis.py)
+    fts: tuple[str, str, str] | None = None  # analysed (title, headings, body) of the note
 
 
 @dataclass(frozen=True)

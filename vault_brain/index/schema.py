@@ -1,17 +1,23 @@
 """The sidecar's schema in one readable block. Bump SCHEMA_VERSION on any change:
 the index is disposable, so a new version simply rebuilds from the files."""
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
-# FTS5 tokenizer: Porter stemming over unicode61 with diacritics removed. CJK text is
-# rewritten into character bigrams before it reaches FTS (index/text.py).
-FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+# FTS5 tokenizer: unicode61 with diacritics removed, fed with text that index/analysis.py
+# has already analysed per language (stemmed, stopwords dropped, CJK and Thai cut into
+# bigrams). Marks (M*) are word characters, so Devanagari vowel signs and Thai tone marks
+# stay inside their words.
+FTS_TOKENIZE = "unicode61 remove_diacritics 2 categories 'L* N* Co M*'"
 
-FTS_TABLE = f"""CREATE VIRTUAL TABLE chunks_fts USING fts5(
+FTS_TABLES = {
+    # chunk rows rank snippets; a row per whole note adds evidence spread over a note
+    name: f"""CREATE VIRTUAL TABLE {name} USING fts5(
     title, headings, body,
-    tokenize = '{FTS_TOKENIZE}',
+    tokenize = "{FTS_TOKENIZE}",
     content = '', contentless_delete = 1
 )"""
+    for name in ("chunks_fts", "notes_fts")
+}
 
 SCHEMA = f"""
 CREATE TABLE meta (
@@ -39,7 +45,8 @@ CREATE TABLE notes (
     content_hash TEXT NOT NULL,             -- hash of the file bytes
     body_hash    TEXT NOT NULL,             -- hash of the stripped body: duplicate saves
     version      TEXT NOT NULL,
-    summary_state INTEGER NOT NULL DEFAULT 0 -- 0 none needed/done, 1 pending
+    summary_state INTEGER NOT NULL DEFAULT 0, -- 0 none needed/done, 1 pending
+    lang         TEXT NOT NULL DEFAULT ''   -- the language its text was analysed in
 );
 CREATE INDEX notes_sort ON notes(sort_time DESC, rowid DESC);
 CREATE INDEX notes_folder ON notes(folder);
@@ -47,6 +54,7 @@ CREATE INDEX notes_stem ON notes(stem_key);
 CREATE INDEX notes_path_key ON notes(path_key);
 CREATE INDEX notes_body_hash ON notes(body_hash);
 CREATE INDEX notes_claimed ON notes(claimed_id);
+CREATE INDEX notes_lang ON notes(lang);
 CREATE TABLE chunks (
     rowid        INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused: vectors attach safely
     note_rowid   INTEGER NOT NULL REFERENCES notes(rowid) ON DELETE CASCADE,
@@ -59,7 +67,8 @@ CREATE TABLE chunks (
 );
 CREATE INDEX chunks_note ON chunks(note_rowid);
 CREATE INDEX chunks_pending ON chunks(vec_state) WHERE vec_state = 0;
-{FTS_TABLE};
+{FTS_TABLES["chunks_fts"]};
+{FTS_TABLES["notes_fts"]};
 CREATE TABLE tags (
     note_rowid INTEGER NOT NULL REFERENCES notes(rowid) ON DELETE CASCADE,
     tag        TEXT NOT NULL,

@@ -72,10 +72,11 @@ def filter_sql(filters: Filters, alias: str = "n") -> tuple[str, list[object]]:
 
 
 def match_expression(query: TextQuery) -> str:
-    """FTS5 MATCH text for an analysed query: every form quoted (no syntax from user text),
-    the forms of one word ORed, the words ORed."""
-    forms = dict.fromkeys(form for group in query.groups for form in group)
-    return " OR ".join('"' + form.replace('"', '""') + '"' for form in forms)
+    """FTS5 MATCH text for an analysed query: every form quoted (no syntax from user text;
+    a trailing * makes a prefix), the forms of one word ORed, the words ORed."""
+    from vault_brain.index.analysis import match_expression as expression
+
+    return expression(query.groups) or '""'
 
 
 def _info(row: Sequence) -> NoteInfo:
@@ -338,6 +339,50 @@ class Reads:
         )
         return [ChunkHit(r[0], r[1], -r[2]) for r in rows]
 
+    def note_languages(self) -> dict[str, int]:
+        """How many notes were analysed in each language."""
+        rows = self._all("SELECT lang, count(*) FROM notes GROUP BY lang")
+        return {r[0]: r[1] for r in rows if r[0]}
+
+    def search_text_notes(
+        self, query: TextQuery, filters: Filters, limit: int
+    ) -> list[tuple[int, float]]:
+        """(note rowid, -bm25) of the notes whose whole text matches best, best first."""
+        if not query:
+            return []
+        match = match_expression(query)
+        w = FTS_WEIGHTS
+        if not filters.active:
+            rows = self._all(
+                f"""SELECT rowid, bm25(notes_fts, {w[0]}, {w[1]}, {w[2]}) AS s FROM notes_fts
+                    WHERE notes_fts MATCH ? ORDER BY s LIMIT ?""",
+                (match, limit),
+            )
+        else:
+            where, params = filter_sql(filters)
+            rows = self._all(
+                f"""SELECT f.rowid, bm25(notes_fts, {w[0]}, {w[1]}, {w[2]}) AS s
+                    FROM notes_fts f JOIN notes n ON n.rowid = f.rowid
+                    WHERE notes_fts MATCH ? AND {where} ORDER BY s LIMIT ?""",
+                (match, *params, limit),
+            )
+        return [(r[0], -r[1]) for r in rows]
+
+    def chunks_of_notes(self, note_rowids: Sequence[int]) -> list[tuple[int, int, str, str]]:
+        """(note rowid, chunk rowid, chunk text, note language) of every chunk of these."""
+        if not note_rowids:
+            return []
+        marks = ",".join("?" * len(note_rowids))
+        return [
+            (r[0], r[1], r[2], r[3])
+            for r in self._all(
+                f"""SELECT c.note_rowid, c.rowid, c.text, n.lang FROM chunks c
+                    JOIN notes n ON n.rowid = c.note_rowid
+                    WHERE c.note_rowid IN ({marks}) ORDER BY c.rowid""",
+                list(note_rowids),
+            )
+        ]
+
     def chunk_texts(self, chunk_rowids: Sequence[int]) -> dict[int, tuple[str, str]]:
         """(heading path, text) of each chunk."""
         if not chunk_rowids:
@@ -513,6 +558,7 @@ class Writes(Reads):
                 self._run(f"DELETE FROM {VECTOR_TABLE} WHERE rowid IN ({marks})", chunk_ids)
                 self.bump_vector_epoch()
             self._run("DELETE FROM chunks WHERE note_rowid = ?", (rowid,))
+        self._run("DELETE FROM notes_fts WHERE rowid = ?", (rowid,))
         self._run("DELETE FROM tags WHERE note_rowid = ?", (rowid,))
         self._run("DELETE FROM aliases WHERE note_rowid = ?", (rowid,))
         self._run("DELETE FROM links WHERE note_rowid = ?", (rowid,))
@@ -546,6 +592,7 @@ class Writes(Reads):
             note.body_hash,
             note.version,
             1 if note.summary_pending else 0,
+            note.lang,
         )
         if row is not None:
             rowid = row[0]
@@ -554,15 +601,15 @@ class Writes(Reads):
                 """UPDATE notes SET id=?, claimed_id=?, title=?, summary=?, lead=?, created=?,
                    updated=?, sort_time=?, folder=?, stem_key=?, path_key=?, aliases=?,
                    mtime_ns=?, size=?, content_hash=?, body_hash=?, version=?, summary_state=?,
-                   llm_summary=NULL WHERE rowid=?""",
+                   lang=?, llm_summary=NULL WHERE rowid=?""",
                 (*values, rowid),
             )
         else:
             cur = self._run(
                 """INSERT INTO notes(id, claimed_id, title, summary, lead, created, updated,
                    sort_time, folder, stem_key, path_key, aliases, mtime_ns, size, content_hash,
-                   body_hash, version, summary_state, path)
-                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+                   body_hash, version, summary_state, lang, path)
+                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
                 (*values, note.path),
             )
             rowid = cur.lastrowid  # type: ignore[attr-defined]
@@ -578,6 +625,11 @@ class Writes(Reads):
                     "UPDATE notes SET llm_summary = ?, summary_state = 0 WHERE rowid = ?",
                     (cached[0], rowid),
                 )
+        if note.fts is not None:
+            self._run(
+                "INSERT INTO notes_fts(rowid, title, headings, body) VALUES (?,?,?,?)",
+                (rowid, *note.fts),
+            )
         for c in chunks:
             cur = self._run(
                 """INSERT INTO chunks(note_rowid, ordinal, heading_path, text, text_hash, tokens)
@@ -636,19 +688,22 @@ class Writes(Reads):
     def check_text_index(self) -> None:
         """FTS5's own integrity check; raises (IndexDamaged, through the transaction) when
         its pages are damaged, which a search would otherwise meet as wrong answers."""
-        self._run("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 0)")
+        for table in ("chunks_fts", "notes_fts"):
+            self._run(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 0)")
 
     def reset_text_index(self) -> None:
-        """A damaged full-text table, dropped and made anew (empty): the caller rebuilds."""
-        from vault_brain.index.schema import FTS_TABLE
+        """The damaged full-text tables, dropped and made anew (empty): the caller rebuilds."""
+        from vault_brain.index.schema import FTS_TABLES
 
-        self._run("DROP TABLE IF EXISTS chunks_fts")
-        self._run(FTS_TABLE)
+        for name, create in FTS_TABLES.items():
+            self._run(f"DROP TABLE IF EXISTS {name}")
+            self._run(create)
 
     def clear_notes(self) -> None:
         """Every note, chunk, link and vector gone, caches kept: a full rebuild then costs
         what a first index costs, and re-embeds nothing it has embedded before."""
-        self._run("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")
+        for table in ("chunks_fts", "notes_fts"):
+            self._run(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
         if self.has_vector_table():
             self._run(f"DELETE FROM {VECTOR_TABLE}")
             self.bump_vector_epoch()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from vault_brain import log
 from vault_brain.config import Settings
 from vault_brain.errors import NotFound, Unavailable
+from vault_brain.index import text
 from vault_brain.index.db import SqliteIndex
 from vault_brain.index.hashes import iso_utc
 from vault_brain.index.records import StoredStat
@@ -88,7 +89,10 @@ class Syncer:
             log.warn("file_skipped", path=path, reason=reason)
         for folder in scan.unreadable_dirs:
             log.warn("folder_unreadable", path=folder)
-        if full:
+        languages = self.settings.text.languages
+        with self.index.read() as r:
+            reanalyse = text.analyzer_changed(r, languages)  # another analyser: every note
+        if full or reanalyse:
             # A rebuild: start from an empty index, exactly as a first index does.
             with self.index.transaction() as w:
                 w.clear_notes()
@@ -97,6 +101,9 @@ class Syncer:
         report = self._apply(
             {f.path: f for f in scan.files}, indexed, scan.unreadable_dirs, full, progress
         )
+        if reanalyse:
+            with self.index.transaction() as w:
+                text.mark_analyzed(w, languages)
         report.scanned = len(scan.files)
         report.skipped += len(scan.skipped)
         report.ms = round((time.perf_counter() - started) * 1000, 1)

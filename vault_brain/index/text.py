@@ -1,95 +1,86 @@
-"""Full-text normalisation shared by indexing and querying.
+"""The full-text arm: what the FTS table is fed, and how a question is matched against it.
 
-The FTS5 table uses `porter unicode61 remove_diacritics 2`, which splits on spaces and
-punctuation only: a Chinese or Japanese sentence would be one giant token, unfindable by
-any shorter query. Runs of CJK ideographs, kana and hangul are therefore rewritten, on
-both sides, into overlapping character bigrams ("向量数据库" → "向量 量数 数据 据库"),
-which FTS5 then indexes and matches as ordinary terms.
+Analysis itself (languages, stemming, stopwords, CJK and Thai bigrams) lives in
+`index/analysis.py` as pure functions; this module ties it to the index: the languages a
+vault's notes were analysed in are read from the index (never from the caller's settings,
+so every process matches what the indexer wrote), and a change of the configured languages
+or of the analyser makes the next full sync re-analyse every note.
 
-Queries come from models as natural-language questions, so `fts_query` keeps the content
-words, drops English stopwords, quotes every term (no FTS5 operator or syntax error can
-come from user text) and joins them with OR so that bm25 ranks notes by how many terms
-they share instead of requiring all of them.
+Queries come from models as natural-language questions, so the match keeps the content
+words, drops the stopwords of the question's language, quotes every form (no FTS5 operator
+or syntax error can come from user text) and joins them with OR so that bm25 ranks notes
+by how many terms they share instead of requiring all of them.
 """
 
 from __future__ import annotations
 
-import re
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-MAX_QUERY_TERMS = 32
+from vault_brain.index import analysis
+from vault_brain.index.analysis import MAX_QUERY_TERMS
+from vault_brain.index.stopwords import STOPWORDS
 
-# Han (with extensions and compatibility ideographs), the ideographic iteration marks,
-# hiragana, katakana (with phonetic extensions and half-width forms), hangul jamo and
-# syllables.
-_CJK_RANGES = (
-    "\u1100-\u11ff"
-    "\u3005-\u3007"
-    "\u3040-\u309f"
-    "\u30a0-\u30ff"
-    "\u3130-\u318f"
-    "\u31f0-\u31ff"
-    "\u3400-\u4dbf"
-    "\u4e00-\u9fff"
-    "\ua960-\ua97f"
-    "\uac00-\ud7af"
-    "\ud7b0-\ud7ff"
-    "\uf900-\ufaff"
-    "\uff66-\uff9f"
-    "\U00020000-\U0003134f"
-)
-_CJK_RUN = re.compile(f"[{_CJK_RANGES}]+")
-# A query term as unicode61 sees one (letters and digits; "_" and punctuation separate),
-# with CJK runs taken apart so they can become bigrams.
-_TERM = re.compile(f"(?P<cjk>[{_CJK_RANGES}]+)|[^\\W_{_CJK_RANGES}]+")
+if TYPE_CHECKING:
+    from vault_brain.index.store import Reads, Writes
 
-STOPWORDS = frozenset(
-    """
-    a about above after again all also am an and any are as at be been before being
-    between both but by can could did do does doing down during each few for from further
-    had has have having he her here hers him his how i if in into is it its itself just
-    me more most my no nor not of off on once only or other our ours out over own same
-    she should so some such than that the their theirs them then there these they this
-    those through to too under until up very was we were what when where which while who
-    whom whose why will with would you your yours s t d ll m re ve
-    """.split()
-)
+__all__ = [
+    "MAX_QUERY_TERMS",
+    "analyzer_changed",
+    "fts_query",
+    "fts_text",
+    "mark_analyzed",
+    "query_terms",
+    "vault_languages",
+]
+
+_ANY_STOPWORD = frozenset().union(*STOPWORDS.values())
+# The share of the whole-note score in a note's full-text score (text.note_weight):
+# chosen on the question and IR sets, docs/benchmarks.md.
+NOTE_WEIGHT = 0.3
 
 
-def bigrams(run: str) -> list[str]:
-    """Overlapping character pairs of a CJK run; a single character stays itself."""
-    if len(run) < 2:
-        return [run]
-    return [run[i : i + 2] for i in range(len(run) - 1)]
-
-
-def _spaced_bigrams(match: re.Match[str]) -> str:
-    return " " + " ".join(bigrams(match.group())) + " "
-
-
-def fts_text(text: str) -> str:
-    """Text as it goes into the FTS5 table: CJK runs become spaced bigrams."""
-    return _CJK_RUN.sub(_spaced_bigrams, text)
+def fts_text(text: str, lang: str = "en") -> str:
+    """Text as it goes into the FTS table for a note in `lang`."""
+    return analysis.analyze(text, lang)
 
 
 def query_terms(query: str) -> list[str]:
-    """The search terms of a question, lowercased and unique, in order of appearance.
-
-    English stopwords are dropped unless nothing else is left. At most MAX_QUERY_TERMS.
-    Useful on its own for highlighting snippets.
-    """
-    terms: list[str] = []
-    for m in _TERM.finditer(query):
-        if m.group("cjk"):
-            terms.extend(bigrams(m.group()))
-        else:
-            terms.append(m.group().lower())
-    content = [t for t in terms if t not in STOPWORDS] or terms
-    return list(dict.fromkeys(content))[:MAX_QUERY_TERMS]
+    """The words of a question, lowercased and unique, in order (CJK as bigrams), without
+    stopwords of any language unless nothing else is left. For highlighting snippets."""
+    terms = list(dict.fromkeys(analysis.words(query)))
+    content = [t for t in terms if t not in _ANY_STOPWORD] or terms
+    return content[:MAX_QUERY_TERMS]
 
 
-def fts_query(query: str) -> str | None:
-    """A question as an FTS5 MATCH expression (OR of quoted terms); None if it has no terms."""
-    terms = query_terms(query)
-    if not terms:
-        return None
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+def fts_query(
+    query: str, languages: Sequence[str] = ("en",), dominant: str | None = None
+) -> str | None:
+    """A question as an FTS5 MATCH expression over notes in `languages` (each term ORs its
+    forms in all of them); None if it has no terms."""
+    return analysis.match_expression(analysis.query_forms(query, languages, dominant))
+
+
+def analyzer_changed(reads: Reads, configured: Sequence[str]) -> bool:
+    """True when the index was analysed by another analyser version or for other
+    configured languages (or never): the next sync must re-analyse every note."""
+    return reads.get_meta("text_analyzer") != analysis.identity(configured)
+
+
+def mark_analyzed(writes: Writes, configured: Sequence[str]) -> None:
+    """Record, after a full sync, what the index's full text was analysed with."""
+    writes.set_meta("text_analyzer", analysis.identity(configured))
+    writes.set_meta("text_languages", json.dumps(list(configured)))
+
+
+def vault_languages(reads: Reads) -> tuple[list[str], str | None]:
+    """The languages the index's notes were analysed in (most notes first) plus the
+    configured ones, and the main language (the one most notes are in). Read from the
+    index, never from a caller's settings, so every process matches what was written."""
+    counts = reads.note_languages()
+    configured = json.loads(reads.get_meta("text_languages") or "[]")
+    ordered = sorted(counts, key=lambda lang: (-counts[lang], lang))
+    languages = list(dict.fromkeys([*ordered, *configured]))
+    dominant = ordered[0] if ordered else (configured[0] if configured else None)
+    return languages or ["en"], dominant
