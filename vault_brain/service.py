@@ -530,9 +530,21 @@ class Brain:
             )
         except Conflict as exc:
             raise self._conflict(info, exc) from None
-        indexed = self.indexer.wrote(info.path)
-        log.event("update", id=info.id, path=info.path, indexed=indexed)
-        return SaveResult(info.id, info.path, new_version, indexed=indexed)
+        path = info.path
+        if title is not None and title.strip() != info.title:
+            # The file is named after the title, as a save names it; the id moves with it.
+            path = writer.rename_note_file(
+                self.root,
+                info.path,
+                title.strip(),
+                new_version,
+                allowed_folders=self.settings.write.allowed_folders,
+            )
+            if path != info.path:
+                self.indexer.wrote(info.path)
+        indexed = self.indexer.wrote(path)
+        log.event("update", id=info.id, path=path, indexed=indexed)
+        return SaveResult(info.id, path, new_version, indexed=indexed)
 
     def delete(self, ref: str, version: str) -> str:
         self._check_writable()

@@ -378,3 +378,48 @@ def test_conflict_carries_the_current_content_to_merge_into(mcp, tmp_path):
     assert "the red scarf" in current["content"] and current["truncated"] is False
     assert "merge" in reply.data["message"]
     assert "model's rewrite" not in path.read_text()
+
+
+# ---- writes that never surprise an Obsidian user (issue 10) ----
+
+
+def test_save_with_its_own_frontmatter_writes_one_merged_block(mcp):
+    content = "---\nsource: https://example.org\ntags: [reading]\nid: not-yours\n---\nThe body."
+    saved = mcp.ok("memory_save", {"title": unique("Clipping "), "content": content})
+    text = (mcp.vault / saved["path"]).read_text()
+    assert text.count("---\n") == 2
+    assert f"id: {saved['id']}\n" in text and "not-yours" not in text
+    assert "source: https://example.org\n" in text and text.endswith("The body.\n")
+
+
+def test_update_with_a_new_title_renames_the_file_and_keeps_the_id(mcp):
+    saved = save(mcp, "notes about the ferry timetable")
+    new_title = unique("Ferry times ")
+    done = mcp.ok("memory_update", {"id": saved["id"], "version": saved["version"],
+                                     "title": new_title})  # fmt: skip
+    assert done["path"] == f"{new_title}.md" and done["id"] == saved["id"]
+    assert not (mcp.vault / saved["path"]).exists()
+    assert mcp.ok("memory_get", {"id": saved["id"]})["path"] == done["path"]
+
+
+def test_appending_to_a_hand_written_note_adds_no_frontmatter(mcp):
+    name = unique("Groceries ")
+    path = mcp.vault / f"{name}.md"
+    path.write_text("# Groceries\n\n- milk\n")
+    found = search_until(mcp, name)
+    read = mcp.ok("memory_get", {"id": found})
+    mcp.ok("memory_update", {"id": read["id"], "version": read["version"], "append": "- eggs"})
+    assert path.read_text() == "# Groceries\n\n- milk\n\n- eggs\n"
+
+
+def search_until(mcp, name: str) -> str:
+    """The id of the note called `name` once the server has seen the file."""
+    import time
+
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        reply = mcp.call("memory_get", {"id": name})
+        if not reply.is_error:
+            return reply.data["id"]
+        time.sleep(0.1)
+    raise AssertionError(f"{name} never indexed")

@@ -81,11 +81,27 @@ def test_numeric_looking_id_stays_a_string() -> None:
     assert meta(new_note(id="12345678"))["id"] == "12345678"
 
 
-def test_content_with_its_own_frontmatter_stays_body_text() -> None:
-    raw = new_note(content="---\ntitle: Evil\nid: stolen\n---\nbody\n")
+def test_content_with_its_own_frontmatter_gives_one_merged_block_where_ours_win() -> None:
+    raw = new_note(
+        content="---\ntitle: Evil\nid: stolen\ncreated: 1999-01-01\nsource: web  # kept\n"
+        "---\nbody\n"
+    )
+    assert raw.count(b"---\n") == 2  # one block, not two
     assert meta(raw)["title"] == "Release checklist"
     assert meta(raw)["id"] == "8k2f9q3m"
-    assert split(raw)[1] == "---\ntitle: Evil\nid: stolen\n---\nbody\n"
+    assert meta(raw)["created"] != "1999-01-01"
+    assert b"source: web  # kept\n" in raw
+    assert split(raw)[1] == "body\n"
+
+
+def test_content_frontmatter_gives_tags_and_summary_when_the_save_does_not() -> None:
+    raw = new_note(tags=(), summary=None, content="---\ntags: [a, b]\nsummary: Theirs.\n---\nx\n")
+    assert meta(raw)["tags"] == ["a", "b"] and meta(raw)["summary"] == "Theirs."
+
+
+def test_content_frontmatter_that_is_not_yaml_is_refused() -> None:
+    with pytest.raises(InvalidInput, match="not valid YAML"):
+        new_note(content="---\nbad: [yaml\n---\nbody\n")
 
 
 def test_content_gets_exactly_one_trailing_newline() -> None:
@@ -316,8 +332,8 @@ def test_file_without_frontmatter_gets_a_block_with_only_the_keys_set() -> None:
 
 def test_file_starting_with_a_horizontal_rule_is_not_mistaken_for_frontmatter() -> None:
     raw = b"---\n\nSome text after a rule\n"
-    out = render_update(raw, now=LATER)
-    assert out == b"---\nupdated: 2026-12-01T09:00:00Z\n---\n" + raw
+    out = render_update(raw, summary="S", now=LATER)
+    assert out == b"---\nsummary: S\nupdated: 2026-12-01T09:00:00Z\n---\n" + raw
 
 
 def test_empty_frontmatter_block_is_filled() -> None:
@@ -388,3 +404,17 @@ def test_updated_note_reads_back_through_the_note_parser() -> None:
     note = parse_note("n.md", render_update(new_note(), append="more", tags=["x"], now=LATER))
     assert (note.id, note.updated, note.tags) == ("8k2f9q3m", LATER, ("x",))
     assert note.body.endswith("Steps.\n\nmore\n")
+
+
+def test_a_content_change_adds_no_frontmatter_to_a_hand_written_note() -> None:
+    raw = b"# Shopping\n\nmilk\n"
+    assert (
+        render_update(raw, append="eggs", id="abc12345", now=LATER)
+        == b"# Shopping\n\nmilk\n\neggs\n"
+    )
+    assert render_update(raw, content="bread", id="abc12345", now=LATER) == b"bread\n"
+
+
+def test_a_title_for_a_hand_written_note_adds_frontmatter_with_its_id() -> None:
+    out = render_update(b"milk\n", title="Shopping", id="abc12345", now=LATER)
+    assert out.startswith(b"---\nid: abc12345\ntitle: Shopping\n")

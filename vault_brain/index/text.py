@@ -36,9 +36,6 @@ __all__ = [
 ]
 
 _ANY_STOPWORD = frozenset().union(*STOPWORDS.values())
-# The share of the whole-note score in a note's full-text score (text.note_weight):
-# chosen on the question and IR sets, docs/benchmarks.md.
-NOTE_WEIGHT = 0.3
 
 
 def fts_text(text: str, lang: str = "en") -> str:

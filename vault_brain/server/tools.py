@@ -199,7 +199,7 @@ def _update(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
     if all(v is None for v in changes.values()):
         raise InvalidInput("nothing to update: give content, append, summary, tags or title")
     r = brain.update(a["id"], a["version"], **changes)
-    out: dict[str, Any] = {"id": r.id, "version": r.version}
+    out: dict[str, Any] = {"id": r.id, "version": r.version, "path": r.path}
     if not r.indexed:
         out["indexed"] = False
     return out, 1
@@ -288,7 +288,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         description=(
             "Change a note: replace content or append to it, and/or set summary, tags, title. "
             "If it changed since you read it: CONFLICT with current {content,version}; merge "
-            "into that, never resend old text. Returns {id,version}."
+            "into that, never resend old text. A new title renames the file. "
+            "Returns {id,version,path}."
         ),
         args={
             "id": _ID,

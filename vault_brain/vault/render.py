@@ -57,10 +57,17 @@ def render_new_note(
 ) -> bytes:
     """A new note: our frontmatter, then the content as the body.
 
-    Content that opens with its own `---` block stays body text: merging a model's
-    frontmatter into ours would let it set keys we own.
+    Content that opens with its own `---` block (models often write one) gives one merged
+    block, never two: its keys stay, with their text and order, and ours (id, title,
+    created, updated; summary and tags when given) win where both are set. A block that is
+    not valid YAML is refused rather than written as text that looks like frontmatter.
     """
     stamp = format_timestamp(now)
+    own = (
+        split_frontmatter(content.removeprefix(_BOM)) if content.startswith(("---", _BOM)) else None
+    )
+    if own is not None and own.closed:
+        return _merged_new_note(own, id, title, summary, tags, stamp)
     lines = [
         _key_line("id", id),
         _key_line("title", title),
@@ -76,6 +83,56 @@ def render_new_note(
     return _encode(head + _with_final_newline(content, "\n"))
 
 
+def _merged_new_note(
+    own: Any, id: str, title: str, summary: str | None, tags: Sequence[str], stamp: str
+) -> bytes:
+    try:
+        _parse_block(own.block)
+    except InvalidInput as exc:
+        raise InvalidInput(
+            "content opens with a frontmatter block that is not valid YAML: fix it, or give "
+            "its keys as summary and tags and only the body as content"
+        ) from exc
+    # `created` of a new note is now, whatever the model wrote.
+    block_text = _drop_keys(own.block, {"created"})
+    mapping = _parse_block(block_text)
+    sets: dict[str, str | None] = {
+        "id": _key_line("id", id),
+        "title": _key_line("title", title),
+        "created": f"created: {stamp}",
+        "updated": f"updated: {stamp}",
+    }
+    if summary:
+        sets["summary"] = _key_line("summary", summary)
+    clean_tags = normalize_tags(tags)
+    if clean_tags:
+        sets["tags"] = _tags_line(clean_tags)
+    block = block_text
+    if block and not block.endswith(("\n", "\r")):
+        block += "\n"
+    new_block = _edit_block(block, sets, "\n")
+    # `created` is ours but never edited later, so the general check does not know it.
+    theirs = {k: v for k, v in mapping.items() if str(k).strip().lower() != "created"}
+    _check_edit(theirs, new_block, {k: v for k, v in sets.items() if k != "created"})
+    body = _line_endings(own.body, "\n")
+    return _encode("---\n" + new_block + "---\n" + _with_final_newline(body, "\n"))
+
+
+def _drop_keys(block: str, names: set[str]) -> str:
+    """The block without the top-level entries whose key (any case) is one of `names`."""
+    node = yaml.compose(block, Loader=yaml.SafeLoader)
+    if not isinstance(node, yaml.MappingNode):
+        return block
+    cuts = [
+        (_line_start(block, k.start_mark.index), _entry_end(block, v))
+        for k, v in node.value
+        if isinstance(k, yaml.ScalarNode) and str(k.value).strip().lower() in names
+    ]
+    for start, end in reversed(cuts):
+        block = block[:start] + block[end:]
+    return block
+
+
 def render_update(
     raw: bytes,
     *,
@@ -89,7 +146,8 @@ def render_update(
 ) -> bytes:
     """The file's bytes with only the requested changes applied; `updated` always moves.
 
-    `id` is written only when the note has none (a hand-written note saved through us).
+    `id` is written only when the note has none and the write needs frontmatter anyway
+    (a title, summary or tags); a content change to a note without frontmatter adds none.
     An empty `summary` or `tags` removes the key. Malformed frontmatter raises
     InvalidInput: refusing is better than rewriting a block we cannot read.
     """
@@ -116,6 +174,10 @@ def render_update(
 
     if parts is None:
         body = text
+        if title is None and summary is None and tags is None:
+            # A hand-written note without frontmatter stays without it: a content change
+            # needs none (its id is derived from its path, its time is the file's mtime).
+            return _encode(bom + _new_body(body, content, append, nl))
         if id:
             sets["id"] = _key_line("id", id)
         lines = [sets[k] for k in _CANONICAL_ORDER if sets.get(k)]

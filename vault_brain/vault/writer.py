@@ -279,6 +279,47 @@ def _version_at(path: Path, fallback: Path) -> str:
         return file_version(_read_current(fallback))
 
 
+def rename_note_file(
+    root: Path,
+    rel: str,
+    title: str,
+    expected_version: str,
+    *,
+    allowed_folders: Sequence[str] = (),
+) -> str:
+    """Give a note the file name of its new title, in its folder; returns its new vault
+    path (the same one when the name does not change).
+
+    Never overwrites: a taken name gets a number, as a save does ("Title 2.md"). The note
+    must still be `expected_version` (checked under its lock); the bytes move as they are,
+    so its frontmatter id goes with it.
+    """
+    root = Path(root)
+    path = resolve_note_path(root, rel, allowed_folders=allowed_folders)
+    stem = safe_filename(title).removesuffix(".md")
+    if name_key(path.name) == name_key(f"{stem}.md"):
+        return vault_relative(root, path)
+    folder_rel = vault_relative(root, path.parent)
+    taken = {name_key(n) for n in _names_in(path.parent)}
+    with note_lock(root, vault_relative(root, path)):
+        _check_version(_read_current(path), expected_version)
+        for n in range(1, _MAX_SUFFIX):
+            name = f"{stem}.md" if n == 1 else f"{stem} {n}.md"
+            if name_key(name) in taken:
+                continue
+            new_rel = f"{folder_rel}/{name}" if folder_rel != "." else name
+            target = resolve_note_path(root, new_rel, allowed_folders=allowed_folders)
+            if _place_new(str(path), target):  # a link: the new name, or nothing
+                break
+        else:
+            raise Conflict("too many notes share this title in this folder")
+        with suppress(FileNotFoundError):  # gone already where links are not supported
+            os.unlink(path)
+    _fsync_dir(path.parent)
+    log.event("note_renamed", path=log.cut(vault_relative(root, target)))
+    return vault_relative(root, target)
+
+
 def trash_note_file(
     root: Path,
     rel: str,
