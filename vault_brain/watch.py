@@ -12,6 +12,7 @@ process takes the vault's indexer lock, and gives it itself as the target.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -42,6 +43,7 @@ from watchdog.observers.polling import PollingObserver
 from vault_brain import log
 from vault_brain.config import Settings
 from vault_brain.index.sync import SyncReport
+from vault_brain.vault.reading import link_refusal, trusted_roots
 from vault_brain.vault.scan import is_ignored, is_markdown
 
 
@@ -149,6 +151,8 @@ class Watcher:
         self._running = False
         self._next_health = 0.0
         self._last_folders: set[str] = set()
+        self._links: dict[str, str] = {}  # real target of a trusted folder link -> its vault path
+        self._link_watches: list[object] = []
 
         self._stop_event = threading.Event()
         self._state_lock = threading.Lock()
@@ -309,9 +313,68 @@ class Watcher:
         if text == self._root:
             return ""
         if not text.startswith(self._prefix):
-            return None
+            return self._through_links(text)
         rel = text[len(self._prefix) :]
         return rel.replace(os.sep, "/") if os.sep != "/" else rel
+
+    def _through_links(self, text: str) -> str | None:
+        """An event inside a trusted folder that a vault link leads to, as the vault path
+        the scanner gives it (the link's path + the rest)."""
+        for target, link_rel in self._links.items():
+            if text == target or text.startswith(target + os.sep):
+                rest = text[len(target) :].lstrip(os.sep).replace(os.sep, "/")
+                return f"{link_rel}/{rest}" if rest else link_rel
+        return None
+
+    def _linked_folders(self) -> dict[str, str]:
+        """{real target: vault path} of the vault's folder links into trusted folders
+        outside it: watchdog does not follow links, so these get watches of their own."""
+        trusted = trusted_roots(self.settings.vault_path, self.settings.vault.follow_outside)
+        if not trusted:
+            return {}
+        vault_real = os.path.realpath(self._root)
+        found: dict[str, str] = {}
+        for folder, dirs, _files in os.walk(self._root):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            for name in list(dirs):
+                path = os.path.join(folder, name)
+                if not os.path.islink(path):
+                    continue
+                dirs.remove(name)
+                real = os.path.realpath(path)
+                inside = real == vault_real or real.startswith(vault_real + os.sep)
+                if not inside and link_refusal(real, vault_real, trusted, is_dir=True) is None:
+                    rel = self._relative(path)
+                    if rel and not is_ignored(rel + "/", self._ignore):
+                        found.setdefault(real, rel)
+        return found
+
+    def _watch_links(self) -> None:
+        """Watches on the trusted folders that vault links lead to, as the links are now."""
+        try:
+            links = self._linked_folders()
+        except OSError as exc:
+            log.warn("watch_links_failed", error=log.cut(str(exc), 200))
+            return
+        with self._state_lock:
+            observer = self._observer
+            if observer is None or links.keys() == self._links.keys():
+                self._links = links
+                return
+            for watch in self._link_watches:
+                with contextlib.suppress(Exception):
+                    observer.unschedule(watch)
+            self._links = links
+            self._link_watches = []
+            for target in links:
+                try:
+                    watch = observer.schedule(
+                        self._handler, target, recursive=True, event_filter=WATCHED_EVENTS
+                    )
+                except OSError as exc:
+                    log.warn("watch_link_failed", error=log.cut(str(exc), 200))
+                    continue
+                self._link_watches.append(watch)
 
     def _wanted(self, rel: str, folder: bool) -> bool:
         if not folder and not is_markdown(rel):
@@ -322,6 +385,17 @@ class Watcher:
 
     def _on_event(self, event: FileSystemEvent) -> None:
         folder = event.is_directory
+        if not folder and not is_markdown(os.fsdecode(event.src_path)):
+            # Not a note: a folder link made, or something removed that may have been one
+            # (a link's deletion no longer says what it was); syncing it as a folder is a
+            # cheap look that finds nothing otherwise.
+            src = os.fsdecode(event.src_path)
+            dest = os.fsdecode(getattr(event, "dest_path", "") or "")
+            folder = (
+                os.path.islink(src)
+                or (bool(dest) and os.path.islink(dest))
+                or isinstance(event, FileDeletedEvent)
+            )
         raw = [event.src_path]
         if isinstance(event, (FileMovedEvent, DirMovedEvent)) and event.dest_path:
             raw.append(event.dest_path)
@@ -438,8 +512,15 @@ class Watcher:
             self.recent_batches.append(paths)
         ms = round((time.perf_counter() - started) * 1000, 1)
         log.event("watch_batch", paths=len(paths), **report.counts(), ms=ms)
+        if any(self._may_be_link(p) for p in paths):
+            self._watch_links()
         if self.settings.watch.poll and report.added + report.updated + report.removed:
             self._verify_after_poll(paths)
+
+    def _may_be_link(self, rel: str) -> bool:
+        """A path that is a link now, or a non-note that is gone (perhaps a link)."""
+        path = os.path.join(self._root, rel)
+        return os.path.islink(path) or (not is_markdown(rel) and not os.path.lexists(path))
 
     def _verify_after_poll(self, paths: tuple[str, ...]) -> None:
         """Polling only: look again once the poller has had a turn.
@@ -470,6 +551,7 @@ class Watcher:
         log.event(
             "watch_reconcile", reason=reason, scanned=report.scanned, **report.counts(), ms=ms
         )
+        self._watch_links()  # links may have come or gone: the reconcile saw them all
         if self.settings.watch.poll and report.added + report.updated + report.removed:
             self._verify_after_poll(())
 

@@ -110,7 +110,15 @@ class Syncer:
         return report
 
     def sync_paths(self, paths: Iterable[str]) -> SyncReport:
-        """Re-check only these vault-relative paths (files or folders; present or gone)."""
+        """Re-check only these vault-relative paths (files or folders; present or gone).
+
+        A path reached through a symlink (a folder link made or removed) gets the full
+        stat pass instead: only the scanner, which sees every link of the vault at once,
+        applies the link rules (into the vault: skipped as a second path; outside: only
+        into a trusted folder) the way a rebuild does."""
+        paths = [p for p in paths]
+        if any(self._through_link(p.strip("/")) for p in paths):
+            return self.sync_all()
         started = time.perf_counter()
         v = self.settings.vault
         on_disk: dict[str, FileStat] = {}
@@ -156,6 +164,16 @@ class Syncer:
         report.skipped += skipped
         report.ms = round((time.perf_counter() - started) * 1000, 1)
         return report
+
+    def _through_link(self, rel: str) -> bool:
+        here = self.root
+        for part in rel.split("/"):
+            if not part:
+                continue
+            here = here / part
+            if os.path.islink(here):
+                return True
+        return False
 
     # -- the work ------------------------------------------------------------------
 
