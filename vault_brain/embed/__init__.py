@@ -21,6 +21,15 @@ class Embedder(Protocol):
 
     def embed(self, texts: list[str]) -> np.ndarray: ...
 
+    # Optional: `embed_queries(texts)` when queries are embedded differently from passages
+    # (e5's "query: " prefix); callers use the function `embed_queries` below.
+
+
+def embed_queries(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """Vectors for search queries: the embedder's query form if it has one, else `embed`."""
+    method = getattr(embedder, "embed_queries", None)
+    return method(texts) if callable(method) else embedder.embed(texts)
+
 
 def make_embedder(settings: EmbedSettings) -> Embedder | None:
     """The configured provider, or None when embeddings are off (search is full text only)."""
