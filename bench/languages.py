@@ -7,7 +7,8 @@ note it came from is the one right answer. MRR@10 and hit@3 per locale and mode 
 whether full text works in scripts without spaces (zh, ja: character bigrams), in Cyrillic
 and Thai, and what the English-only static model adds or costs.
 
-    .venv/bin/python -m bench.languages [--locales en,zh,ja,ko,ru,th] [--json-out f]
+    .venv/bin/python -m bench.languages [--locales en,zh,ja,ko,ru,th] [--embedder local|e5[:wN]]
+        [--vector-weight W] [--json-out f]
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from bench.common import (
 )
 from vault_brain import log
 from vault_brain.config import load_settings
+from vault_brain.embed import Embedder
 from vault_brain.service import Brain
 
 MODES = ("fts", "vector", "hybrid")
@@ -62,18 +64,38 @@ def known_items(vault: Path) -> list[tuple[str, str]]:
     return items
 
 
-def run_locale(locale: str, work: Path) -> dict[str, object]:
+def make_bench_embedder(spec: str) -> Embedder | str:
+    """`local` (the configured model2vec default) or `e5[:wN]` (the strong tier, window N)."""
+    if spec == "local":
+        return "auto"
+    name, _, window = spec.partition(":w")
+    if name != "e5":
+        raise SystemExit(f"--embedder: expected local or e5[:wN], got {spec!r}")
+    from vault_brain.embed.e5 import DEFAULT_MAX_TOKENS, E5Embedder
+
+    return E5Embedder(max_tokens=int(window) if window else DEFAULT_MAX_TOKENS)
+
+
+def run_locale(
+    locale: str, work: Path, embedder_spec: str = "local", vector_weight: float | None = None
+) -> dict[str, object]:
     vault = unpack(locale, work / locale)
-    settings = load_settings(
-        vault=str(vault), env={}, overrides={"embed": {"provider": "local", "model": bench_model()}}
-    )
-    brain = Brain(settings)
+    overrides: dict = {"embed": {"provider": "local", "model": bench_model()}}
+    if vector_weight is not None:
+        overrides["search"] = {"vector_weight": vector_weight}
+    settings = load_settings(vault=str(vault), env={}, overrides=overrides)
+    brain = Brain(settings, embedder=make_bench_embedder(embedder_spec))
     try:
         brain.sync()
         while brain.embed_pending():
             pass
         items = known_items(vault)
-        out: dict[str, object] = {"locale": locale, "queries": len(items)}
+        out: dict[str, object] = {
+            "locale": locale,
+            "queries": len(items),
+            "embedder": brain.embedder.name if brain.embedder else None,
+            "vector_weight": settings.search.vector_weight,
+        }
         for mode in MODES:
             mrr = hit3 = 0.0
             for query, path in items:
@@ -91,6 +113,8 @@ def run_locale(locale: str, work: Path) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--locales", default="en,ru,zh,ja,ko,de,fr,es,ar,th,km")
+    parser.add_argument("--embedder", default="local", help="local, or e5[:wN] (strong tier)")
+    parser.add_argument("--vector-weight", type=float, default=None, help="fusion weight")
     parser.add_argument("--json-out", default=None)
     args = parser.parse_args()
     log.set_quiet(True)
@@ -98,7 +122,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="vb-languages-") as tmp:
         for locale in args.locales.split(","):
             progress(f"{locale}: indexing and searching")
-            results.append(run_locale(locale.strip(), Path(tmp)))
+            results.append(run_locale(locale.strip(), Path(tmp), args.embedder, args.vector_weight))
     rows = [
         [r["locale"], r["queries"]] + [f"{r[f'{m}_mrr']:.3f} / {r[f'{m}_hit3']:.2f}" for m in MODES]
         for r in results

