@@ -57,6 +57,8 @@ def vault(tmp_path: Path) -> Vault:
 def make_settings(vault: Vault) -> Callable[..., Settings]:
     def make(**sections: dict) -> Settings:
         sections.setdefault("embed", {"provider": "none"})
+        # The strong (e5) tier only where a test asks for it: it costs a model load.
+        sections["embed"] = {"strong": "none", **sections["embed"]}
         return load_settings(vault=str(vault.root), env={}, overrides=sections)
 
     return make

@@ -136,3 +136,11 @@ def test_no_module_imports_its_caller():
     for node in sorted(graph):
         if node not in state:
             visit(node)
+
+
+def test_cli_and_server_use_only_brain_methods_not_its_parts():
+    """`brain.indexer.x` or `brain.index.x` from a door reaches around the facade."""
+    for path in _modules("cli.py") + _modules("server"):
+        source = path.read_text()
+        for part in ("brain.indexer.", "brain.index.", "brain.pipeline."):
+            assert part not in source, f"{path.relative_to(PKG)} uses {part}…"

@@ -159,7 +159,7 @@ def index(
     settings = _settings(vault, config)
     log.use_human_output()
     with _brain(settings) as brain:
-        if brain.indexer.watched() and not full:
+        if brain.watched() and not full:
             # A watcher or server holds the indexer lock and keeps the index in step.
             st = brain.status()
             if json_out:
@@ -171,15 +171,27 @@ def index(
                 )
             return
         report = _run_with_progress("scan", lambda cb: brain.sync(full=full, progress=cb))
-        pending = brain.status().pending_vectors
-        vectors = 0
-        if pending:
-            vectors = _run_with_progress("embed", lambda cb: _embed_all(brain, pending, cb))
+        before = brain.status()
+        vectors = strong = 0
+        if before.pending_vectors:
+            total = before.pending_vectors
+            vectors = _run_with_progress(
+                "embed", lambda cb: _embed_all(brain, total, cb, strong=False)
+            )
+        if before.strong_model and brain.status().strong_pending:
+            # The multilingual tier: slower; Ctrl-C keeps what is done (a watcher or server
+            # carries on from there).
+            total = brain.status().strong_pending
+            strong = _run_with_progress(
+                "embed e5", lambda cb: _embed_all(brain, total, cb, strong=True)
+            )
         status = brain.status()
     result = {
         **dataclasses.asdict(report),
         "vectors_written": vectors,
         "pending_vectors": status.pending_vectors,
+        "strong_vectors_written": strong,
+        "strong_pending": status.strong_pending,
         "last_error": status.last_error,
     }
     if json_out:
@@ -190,6 +202,8 @@ def index(
         f"{report.removed} removed, {report.skipped} skipped ({report.ms / 1000:.1f} s); "
         f"{vectors} vectors written"
         + (f", {status.pending_vectors} pending" if status.pending_vectors else "")
+        + (f"; {strong} multilingual vectors written" if strong else "")
+        + (f", {status.strong_pending} pending" if status.strong_pending else "")
     )
     if status.embed_error:
         typer.echo(f"embedding: {status.embed_error} (full-text search still works)", err=True)
@@ -197,10 +211,13 @@ def index(
         typer.echo(f"summaries: {status.summary_error} (extractive leads meanwhile)", err=True)
 
 
-def _embed_all(brain: Any, total: int, progress) -> int:
+def _embed_all(brain: Any, total: int, progress, *, strong: bool) -> int:
     done = 0
     while True:
-        n = brain.embed_pending(limit=1024)
+        if strong:
+            n = brain.embed_strong(limit=64)
+        else:
+            n = brain.embed_pending(limit=1024, strong=False)
         if n == 0:
             return done
         done += n
@@ -392,6 +409,10 @@ def _status_lines(st: Any) -> list[tuple[str, str]]:
         lines.append(("vectors", f"{st.vectors:,} from {st.embedding}{dims}{pending}"))
     else:
         lines.append(("vectors", "off (embed.provider = none): full-text search only"))
+    if st.strong_model:
+        total = st.strong_vectors + st.strong_pending
+        share = f"{st.strong_vectors:,} of {total:,} chunks" if total else "no chunks yet"
+        lines.append(("multilingual", f"{share} from {st.strong_model}"))
     if st.summary_model:
         pending = f", {st.pending_summaries:,} pending" if st.pending_summaries else ""
         lines.append(("summaries", f"by {st.summary_model}{pending}"))

@@ -68,6 +68,9 @@ class EmbedSettings:
     batch_size: int = 64
     concurrency: int = 2
     timeout_seconds: float = 30.0
+    # The strong tier beside the local model: multilingual-e5-small in-process (e5) or none.
+    strong: str = "e5"
+    strong_max_tokens: int = 256  # its window per chunk, in its own tokens
 
 
 @dataclass
@@ -157,6 +160,7 @@ class Settings:
 
 CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("embed", "provider"): ("local", "ollama", "openai", "none"),
+    ("embed", "strong"): ("e5", "none"),
     ("search", "mode"): ("hybrid", "fts", "vector"),
     ("search", "fusion"): ("convex", "rrf"),
     ("summary", "provider"): ("none", "ollama", "openai"),
@@ -296,6 +300,8 @@ def _validate(s: Settings, problems: list[str]) -> None:
     ]:
         if getattr(getattr(s, section), key) < 0:
             problems.append(f"{section}.{key}: must be 0 or more")
+    if not 16 <= s.embed.strong_max_tokens <= 512:
+        problems.append("embed.strong_max_tokens: must be between 16 and 512")
     if s.chunk.overlap >= s.chunk.max_tokens:
         problems.append("chunk.overlap: must be smaller than chunk.max_tokens")
     from vault_brain.index.analysis import LANGUAGES, normalize_language
@@ -390,6 +396,8 @@ VAULT_SAFE_KEYS = frozenset(
         ("embed", "batch_size"),
         ("embed", "concurrency"),
         ("embed", "timeout_seconds"),
+        ("embed", "strong"),  # in-process: nothing leaves the machine
+        ("embed", "strong_max_tokens"),
         ("summary", "model"),  # used only with a remote provider, which needs trust
         ("summary", "max_chars"),
         ("summary", "write_back"),

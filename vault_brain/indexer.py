@@ -32,6 +32,7 @@ from vault_brain.config import Settings
 from vault_brain.embed.base import Embedder
 from vault_brain.errors import Unavailable
 from vault_brain.index.db import IndexDamaged, SqliteIndex
+from vault_brain.index.store import TIERS
 from vault_brain.index.sync import Progress, Syncer, SyncProgress, SyncReport
 from vault_brain.lock import IndexerLock, indexer_alive, indexer_lock_path
 from vault_brain.records import Indexing
@@ -83,15 +84,18 @@ class Indexer:
         index: SqliteIndex,
         embedder: Embedder | None,
         summarizer: Summarizer | None,
+        strong: Embedder | None = None,
     ) -> None:
         self.settings = settings
         self.index = index
         self.embedder = embedder
+        self.strong = strong  # the strong tier, embedding in the background after the instant one
         self.summarizer = summarizer
         self.lock = IndexerLock(indexer_lock_path(settings))
         self.lock_retry_seconds = LOCK_RETRY_SECONDS
         self.health_check_seconds: float | None = None  # None: the watcher's default
         self.embed_backoff = Backoff()
+        self.strong_backoff = Backoff()
         self.summary_backoff = Backoff()
         self._syncer = Syncer(index, settings, summarize=summarizer is not None)
         self._summaries = None
@@ -305,7 +309,9 @@ class Indexer:
                 self._last_sync = time.monotonic()
                 self._synced.set()
                 if vectors:
-                    self.embed_pending()
+                    # The strong tier gets a few seconds' worth: new notes of a vault it
+                    # covers stay covered; a backlog is the watcher's (or `index`'s) job.
+                    self.embed_pending(strong_limit=256)
             except Unavailable as exc:
                 # A read still answers from the index as it is (read-only, full disk).
                 log.warn("index_refresh_failed", error=log.cut(exc.message, 200))
@@ -401,25 +407,57 @@ class Indexer:
 
     # -- background: vectors and summaries -------------------------------------------------
 
-    def embed_pending(self, *, limit: int | None = None) -> int:
-        """Catch vectors up; returns how many were written. A failing model or endpoint is
-        backed off (30 s doubling to 15 min) and recorded; it never raises."""
-        if self.embedder is None or self.embed_backoff.waiting():
-            return 0
-        written = 0
+    def embed_pending(self, *, limit: int | None = None, strong_limit: int | None = 0) -> int:
+        """Catch vectors up: the instant tier first (up to `limit`), then the strong tier
+        (up to `strong_limit`; None: all, 0: none). Returns how many were written. A
+        failing model or endpoint is backed off (30 s doubling to 15 min) and recorded; it
+        never raises."""
         batch = self.settings.embed.batch_size * max(1, self.settings.embed.concurrency) * 4
-        try:
-            from vault_brain.index.vectors import embed_batch
+        written = self._embed_tier("instant", self.embedder, self.embed_backoff, batch, limit)
+        if self.strong is not None and strong_limit != 0:
+            # Small batches: a model call of a few seconds at most, so new notes get their
+            # instant vectors (and the newest notes their strong ones) between batches.
+            written += self._embed_tier(
+                "strong", self.strong, self.strong_backoff, 32, strong_limit
+            )
+        return written
 
+    def strong_pending(self) -> int:
+        """Chunks waiting for the strong tier (0 when there is none)."""
+        if self.strong is None:
+            return 0
+        with self.index.read() as r:
+            counts = r.counts()
+            held = r.vectors_model(TIERS["strong"])
+        if held is None or held[0] != self.strong.name:
+            return counts.chunks
+        return counts.chunks - counts.strong_vectors
+
+    def _embed_tier(
+        self,
+        name: str,
+        embedder: Embedder | None,
+        backoff: Backoff,
+        batch: int,
+        limit: int | None,
+    ) -> int:
+        if embedder is None or backoff.waiting():
+            return 0
+        from vault_brain.index.vectors import embed_batch
+
+        kind = "embed" if name == "instant" else "strong"
+        written = 0
+        try:
             while limit is None or written < limit:
-                n = embed_batch(self.index, self.embedder, batch)
+                size = batch if limit is None else min(batch, limit - written)
+                n = embed_batch(self.index, embedder, size, TIERS[name])
                 if n == 0:
                     break
                 written += n
         except ENDPOINT_ERRORS as exc:
-            self._failed("embed", self.embed_backoff, exc)
+            self._failed(kind, backoff, exc)
             return written
-        self._succeeded("embed", self.embed_backoff)
+        self._succeeded(kind, backoff)
         return written
 
     def summarize_pending(self, *, limit: int | None = None) -> int:
@@ -453,7 +491,7 @@ class Indexer:
         self._tidy_up()
         while not self._stop.is_set():
             wait = IDLE_RETRY_SECONDS
-            for backoff in (self.embed_backoff, self.summary_backoff):
+            for backoff in (self.embed_backoff, self.strong_backoff, self.summary_backoff):
                 if backoff.waiting():
                     wait = min(wait, backoff.remaining() + 0.05)
             self._changed.wait(wait)
@@ -463,7 +501,9 @@ class Indexer:
             self._changed.clear()
             try:
                 while not self._stop.is_set():
-                    done = self.embed_pending(limit=self.settings.embed.batch_size * 4)
+                    done = self.embed_pending(
+                        limit=self.settings.embed.batch_size * 4, strong_limit=32
+                    )
                     if not self._stop.is_set():
                         done += self.summarize_pending(limit=4)  # LLM calls take seconds
                     if done <= 0:

@@ -34,6 +34,8 @@ class SearchResult:
     degraded: bool
     reason: str | None = None
     indexing: Indexing | None = None
+    vector_tier: str | None = None  # "instant" | "strong": which embeddings answered
+    strong: Indexing | None = None  # the strong tier's coverage while it is incomplete
 
 
 @dataclass(frozen=True)
@@ -103,3 +105,7 @@ class Status:
     summary_model: str | None = None
     watched: bool = False  # some process (watch, serve) keeps the index in step right now
     indexing: Indexing | None = None
+    strong_model: str | None = None  # the strong tier's model, when one is configured
+    strong_vectors: int = 0  # chunks it has embedded
+    strong_pending: int = 0
+    strong_error: str | None = None

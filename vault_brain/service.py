@@ -21,7 +21,7 @@ from vault_brain import log
 from vault_brain.checks import check_text, clean_tags, parse_when
 from vault_brain.config import Settings
 from vault_brain.contract import CONFLICT_CONTENT_MAX, MODES, SUMMARY_MAX, TITLE_MAX
-from vault_brain.embed import Embedder, make_embedder
+from vault_brain.embed import Embedder, make_embedder, make_strong_embedder
 from vault_brain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unavailable
 from vault_brain.index.db import IndexDamaged, SqliteIndex
 from vault_brain.index.hashes import text_hash
@@ -29,6 +29,7 @@ from vault_brain.index.records import Filters, NoteInfo
 from vault_brain.index.sync import Progress, SyncReport
 from vault_brain.indexer import Indexer
 from vault_brain.records import (
+    Indexing,
     NotePage,
     NoteRef,
     NoteSummary,
@@ -70,12 +71,24 @@ class Brain:
         self.embedder: Embedder | None = (
             make_embedder(settings.embed) if embedder == "auto" else embedder  # type: ignore[assignment]
         )
+        # The strong tier: only beside the configured local model, never beside a model a
+        # caller passed in (tests, benches), which is then the only one.
+        self.strong: Embedder | None = (
+            make_strong_embedder(settings.embed) if embedder == "auto" else None
+        )
         self.summarizer: Summarizer | None = (
             make_summarizer(settings.summary) if summarizer == "auto" else summarizer  # type: ignore[assignment]
         )
         self.index = SqliteIndex(self.index_path)
-        self.indexer = Indexer(settings, self.index, self.embedder, self.summarizer)
-        self._vector_arm = VectorArm(self.embedder, self.indexer.embed_backoff)
+        self.indexer = Indexer(
+            settings, self.index, self.embedder, self.summarizer, strong=self.strong
+        )
+        self._vector_arm = VectorArm(
+            self.embedder,
+            self.indexer.embed_backoff,
+            strong=self.strong,
+            strong_backoff=self.indexer.strong_backoff,
+        )
         self.pipeline = SearchPipeline(
             self.index, settings.search, [FullTextArm(settings.text), self._vector_arm]
         )
@@ -91,8 +104,17 @@ class Brain:
     def sync_paths(self, paths: Iterable[str]) -> SyncReport:
         return self.indexer.sync_paths(paths)
 
-    def embed_pending(self, *, limit: int | None = None) -> int:
-        return self.indexer.embed_pending(limit=limit)
+    def embed_pending(self, *, limit: int | None = None, strong: bool = True) -> int:
+        """Vectors of pending chunks, instant tier then (unless `strong` is False) strong."""
+        return self.indexer.embed_pending(limit=limit, strong_limit=limit if strong else 0)
+
+    def embed_strong(self, *, limit: int | None = None) -> int:
+        """Vectors of the strong tier only (the slow, multilingual one)."""
+        return self.indexer.embed_pending(limit=0, strong_limit=limit)
+
+    def watched(self) -> bool:
+        """Some process (this one or another) keeps the index in step right now."""
+        return self.indexer.watched()
 
     def summarize_pending(self, *, limit: int | None = None) -> int:
         return self.indexer.summarize_pending(limit=limit)
@@ -142,9 +164,25 @@ class Brain:
         except IndexDamaged:
             self.indexer.damaged()  # rebuilt on the next pass; the caller may retry
             raise
+        strong = None
+        if self.strong is not None and found.vector_tier != "strong" and mode != "fts":
+            st = self._strong_coverage()
+            strong = Indexing(st[0], st[1]) if st[1] else None
         return SearchResult(
-            found.hits, mode, found.degraded, found.reason, indexing=self.indexer.indexing()
+            found.hits,
+            mode,
+            found.degraded,
+            found.reason,
+            indexing=self.indexer.indexing(),
+            vector_tier=found.vector_tier,
+            strong=strong,
         )
+
+    def _strong_coverage(self) -> tuple[int, int]:
+        """(chunks the strong tier has embedded, all chunks)."""
+        with self.index.read() as r:
+            counts = r.counts()
+        return counts.chunks - self.indexer.strong_pending(), counts.chunks
 
     # -- reading -----------------------------------------------------------------------
 
@@ -317,7 +355,14 @@ class Brain:
             summary_error=errors["summary"][1] if errors["summary"] else None,
             summary_model=self.summarizer.name if self.summarizer else None,
             indexing=self.indexer.indexing(),
+            strong_model=self.strong.name if self.strong else None,
+            strong_vectors=c.chunks - self.indexer.strong_pending() if self.strong else 0,
+            strong_pending=self.indexer.strong_pending() if self.strong else 0,
+            strong_error=errors_strong[1] if (errors_strong := self._strong_error()) else None,
         )
+
+    def _strong_error(self) -> tuple[float, str] | None:
+        return self.indexer.recorded_error("strong") if self.strong else None
 
     def snapshot(self) -> dict[str, list[tuple]]:
         """What a full reindex must reproduce (tests compare two of these)."""

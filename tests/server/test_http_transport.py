@@ -62,6 +62,7 @@ def test_health_answers_without_a_token(http_server):
         "indexer",
         "last_error",
         "indexing",
+        "strong",
     }
     assert body["status"] == "ok" and body["notes"] >= 4
 

@@ -14,6 +14,16 @@ if TYPE_CHECKING:
     from vault_brain.config import EmbedSettings
 
 
+def make_strong_embedder(settings: EmbedSettings) -> Embedder | None:
+    """The strong tier beside the local model (embed.strong), or None: it runs only with
+    the local provider (a remote model the user chose is the vector arm as it is)."""
+    if settings.provider != "local" or settings.strong == "none":
+        return None
+    from vault_brain.embed.e5 import E5Embedder
+
+    return E5Embedder(max_tokens=settings.strong_max_tokens)
+
+
 def make_embedder(settings: EmbedSettings) -> Embedder | None:
     """The configured provider, or None when embeddings are off (search is full text only)."""
     provider = settings.provider
@@ -32,4 +42,4 @@ def make_embedder(settings: EmbedSettings) -> Embedder | None:
     raise InvalidInput(f"unknown embedding provider {provider!r}")
 
 
-__all__ = ["Embedder", "embed_queries", "l2_normalise", "make_embedder"]
+__all__ = ["Embedder", "embed_queries", "l2_normalise", "make_embedder", "make_strong_embedder"]

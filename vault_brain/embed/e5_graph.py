@@ -28,7 +28,7 @@ import numpy as np
 from vault_brain.embed import protowire as pw
 from vault_brain.embed.e5_weights import E5Weights, dequantise, nibbles
 
-PRECISIONS = ("int8", "q4", "q4-int8", "fp32")
+PRECISIONS = ("int8", "q4", "q4-int8", "fp32")  # keep in step with e5.PRECISIONS
 
 # onnx.TensorProto.DataType
 _FLOAT, _UINT8, _INT8, _INT32, _INT64 = 1, 2, 3, 6, 7

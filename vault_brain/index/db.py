@@ -300,19 +300,19 @@ class SqliteIndex:
         self.path = Path(path)
         self._conn = open_index(self.path)
         self._write_lock = threading.Lock()
-        self._matrix: Any = None
+        self._matrices: dict[str, Any] = {}
         self._pool = ReaderPool(lambda: connect(self.path), readers)
         self._closed = False
 
-    @property
-    def matrix(self) -> Any:
-        """The in-memory vectors (index/matrix.py), made on first use: a process that only
-        searches full text never imports numpy."""
-        if self._matrix is None:
+    def matrix_of(self, tier: Any) -> Any:
+        """A tier's in-memory vectors (index/matrix.py), made on first use: a process that
+        only searches full text never imports numpy."""
+        matrix = self._matrices.get(tier.name)
+        if matrix is None:
             from vault_brain.index.matrix import VectorMatrix
 
-            self._matrix = VectorMatrix()
-        return self._matrix
+            matrix = self._matrices.setdefault(tier.name, VectorMatrix())
+        return matrix
 
     @contextmanager
     def read(self) -> Iterator[Reads]:

@@ -18,7 +18,7 @@ import numpy as np
 from vault_brain.index.records import ChunkHit, Filters, VectorHits
 
 if TYPE_CHECKING:
-    from vault_brain.index.store import Reads
+    from vault_brain.index.store import Reads, Tier
 
 MAX_ROWS = 400_000
 MAD_TO_SIGMA = 1.4826  # a normal distribution's standard deviation from its MAD
@@ -41,8 +41,8 @@ class VectorMatrix:
         self._load_lock = threading.Lock()
         self._snapshot: _Snapshot | None = None
 
-    def _current(self, reads: Reads, model: str) -> _Snapshot:
-        key = (model, reads.vector_epoch())
+    def _current(self, reads: Reads, model: str, tier: Tier) -> _Snapshot:
+        key = (model, reads.vector_epoch(tier))
         snap = self._snapshot
         if snap is not None and snap.key == key:
             return snap
@@ -51,10 +51,10 @@ class VectorMatrix:
             if snap is not None and snap.key == key:
                 return snap
             empty = np.empty(0, dtype=np.int64)
-            if reads.vector_count() > self.max_rows:
+            if reads.vector_count(tier) > self.max_rows:
                 snap = _Snapshot(key, None, empty, empty)
             else:
-                chunks, notes, blob = reads.all_vectors()
+                chunks, notes, blob = reads.all_vectors(tier)
                 matrix = np.frombuffer(blob, dtype=np.float32)
                 width = matrix.size // len(chunks) if chunks else 1
                 snap = _Snapshot(
@@ -67,11 +67,11 @@ class VectorMatrix:
             return snap
 
     def search(
-        self, reads: Reads, model: str, vector: np.ndarray, filters: Filters, k: int
+        self, reads: Reads, model: str, vector: np.ndarray, filters: Filters, k: int, tier: Tier
     ) -> VectorHits | None:
         """Top k chunks by cosine (vectors are unit length: a dot product), with the noise
         level of this query's cosines over the whole vault; None when the KNN must answer."""
-        snap = self._current(reads, model)
+        snap = self._current(reads, model, tier)
         if snap.matrix is None:
             return None
         if len(snap.chunks) == 0:

@@ -157,3 +157,4 @@ class Counts:
     vectors: int
     pending_vectors: int
     pending_summaries: int
+    strong_vectors: int = 0  # chunks the strong tier has embedded

@@ -1,7 +1,7 @@
 """The sidecar's schema in one readable block. Bump SCHEMA_VERSION on any change:
 the index is disposable, so a new version simply rebuilds from the files."""
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # FTS5 tokenizer: unicode61 with diacritics removed, fed with text that index/analysis.py
 # has already analysed per language (stemmed, stopwords dropped, CJK and Thai cut into
@@ -63,10 +63,12 @@ CREATE TABLE chunks (
     text         TEXT NOT NULL,
     text_hash    TEXT NOT NULL,             -- hash of what the embedder sees
     tokens       INTEGER NOT NULL,
-    vec_state    INTEGER NOT NULL DEFAULT 0 -- 0 pending, 1 embedded
+    vec_state    INTEGER NOT NULL DEFAULT 0, -- instant tier: 0 pending, 1 embedded
+    strong_state INTEGER NOT NULL DEFAULT 0  -- strong tier (when one is configured)
 );
 CREATE INDEX chunks_note ON chunks(note_rowid);
 CREATE INDEX chunks_pending ON chunks(vec_state) WHERE vec_state = 0;
+CREATE INDEX chunks_strong_pending ON chunks(strong_state) WHERE strong_state = 0;
 {FTS_TABLES["chunks_fts"]};
 {FTS_TABLES["notes_fts"]};
 CREATE TABLE tags (

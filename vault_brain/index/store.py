@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vault_brain.index.records import (
@@ -32,7 +33,25 @@ if TYPE_CHECKING:
 
 Connection = object  # a DB-API connection of the binding index/db.py picked
 
-VECTOR_TABLE = "chunk_vectors"
+VECTOR_TABLE = "chunk_vectors"  # the instant tier's table (kept for tests and tools)
+
+
+@dataclass(frozen=True)
+class Tier:
+    """Where one embedding tier keeps its vectors: two models are never in one table, and
+    a vector is only ever compared with vectors of its own tier (and model)."""
+
+    name: str  # "instant" | "strong"
+    table: str  # the vec0 table
+    state: str  # the chunks column: 0 pending, 1 embedded
+    meta: str  # prefix of its meta keys (<meta>_model, <meta>_dim, <meta>_epoch)
+
+
+TIERS = {
+    "instant": Tier("instant", VECTOR_TABLE, "vec_state", "embed"),
+    "strong": Tier("strong", "chunk_vectors_strong", "strong_state", "strong"),
+}
+INSTANT = TIERS["instant"]
 NOW_SQL = "((julianday('now') - 2440587.5) * 86400.0)"  # Unix time, in any SQLite
 # Column weights for bm25(): title, heading path, body.
 FTS_WEIGHTS = (2.0, 1.0, 1.0)
@@ -259,8 +278,9 @@ class Reads:
         notes = self._one("SELECT count(*) FROM notes")[0]  # type: ignore[index]
         chunks = self._one("SELECT count(*) FROM chunks")[0]  # type: ignore[index]
         pending = self._one("SELECT count(*) FROM chunks WHERE vec_state = 0")[0]  # type: ignore[index]
+        strong = self._one("SELECT count(*) FROM chunks WHERE strong_state = 0")[0]  # type: ignore[index]
         summaries = self._one("SELECT count(*) FROM notes WHERE summary_state = 1")[0]  # type: ignore[index]
-        return Counts(notes, chunks, chunks - pending, pending, summaries)
+        return Counts(notes, chunks, chunks - pending, pending, summaries, chunks - strong)
 
     # -- links ---------------------------------------------------------------------------
 
@@ -396,26 +416,26 @@ class Reads:
 
     # -- vectors -------------------------------------------------------------------------
 
-    def has_vector_table(self) -> bool:
-        return self._one("SELECT 1 FROM sqlite_master WHERE name = ?", (VECTOR_TABLE,)) is not None
+    def has_vector_table(self, tier: Tier = INSTANT) -> bool:
+        return self._one("SELECT 1 FROM sqlite_master WHERE name = ?", (tier.table,)) is not None
 
-    def vectors_model(self) -> tuple[str, int] | None:
-        """(model, dimension) of the vectors the index holds, or None."""
-        if not self.has_vector_table():
+    def vectors_model(self, tier: Tier = INSTANT) -> tuple[str, int] | None:
+        """(model, dimension) of the vectors the tier's table holds, or None."""
+        if not self.has_vector_table(tier):
             return None
-        model, dim = self.get_meta("embed_model"), self.get_meta("embed_dim")
+        model, dim = self.get_meta(f"{tier.meta}_model"), self.get_meta(f"{tier.meta}_dim")
         return (model, int(dim)) if model and dim else None
 
-    def vector_epoch(self) -> str:
-        return self.get_meta("vec_epoch") or "0"
+    def vector_epoch(self, tier: Tier = INSTANT) -> str:
+        return self.get_meta(f"{tier.meta}_epoch") or "0"
 
-    def vector_count(self) -> int:
-        return self._one(f"SELECT count(*) FROM {VECTOR_TABLE}_rowids")[0]  # type: ignore[index]
+    def vector_count(self, tier: Tier = INSTANT) -> int:
+        return self._one(f"SELECT count(*) FROM {tier.table}_rowids")[0]  # type: ignore[index]
 
-    def all_vectors(self) -> tuple[list[int], list[int], bytes]:
-        """(chunk rowids, note rowids, concatenated float32 vectors) of the vector table."""
+    def all_vectors(self, tier: Tier = INSTANT) -> tuple[list[int], list[int], bytes]:
+        """(chunk rowids, note rowids, concatenated float32 vectors) of the tier's table."""
         rows = self._all(
-            f"SELECT v.rowid, c.note_rowid, v.embedding FROM {VECTOR_TABLE} v "
+            f"SELECT v.rowid, c.note_rowid, v.embedding FROM {tier.table} v "
             "JOIN chunks c ON c.rowid = v.rowid"
         )
         return [r[0] for r in rows], [r[1] for r in rows], b"".join(r[2] for r in rows)
@@ -425,17 +445,19 @@ class Reads:
         return [r[0] for r in self._all(f"SELECT n.rowid FROM notes n WHERE {where}", params)]
 
     def search_vectors(
-        self, model: str, vector: np.ndarray, filters: Filters, k: int
+        self, model: str, vector: np.ndarray, filters: Filters, k: int, tier: Tier = INSTANT
     ) -> VectorHits:
-        """The k chunks nearest to `vector` among `model`'s vectors (cosine)."""
+        """The k chunks nearest to `vector` among the tier's vectors of `model` (cosine)."""
         if self._owner is not None:
-            matrix = self._owner.matrix  # type: ignore[attr-defined]
-            found = matrix.search(self, model, vector, filters, k)
+            matrix = self._owner.matrix_of(tier)  # type: ignore[attr-defined]
+            found = matrix.search(self, model, vector, filters, k, tier)
             if found is not None:
                 return found
-        return VectorHits(self.knn_vectors(vector, filters, k), 0.0, 0.0)
+        return VectorHits(self.knn_vectors(vector, filters, k, tier), 0.0, 0.0)
 
-    def knn_vectors(self, vector: np.ndarray, filters: Filters, k: int) -> list[ChunkHit]:
+    def knn_vectors(
+        self, vector: np.ndarray, filters: Filters, k: int, tier: Tier = INSTANT
+    ) -> list[ChunkHit]:
         """sqlite-vec's own search: for vaults too large for the in-memory matrix."""
         import numpy as np
 
@@ -445,14 +467,14 @@ class Reads:
             where, params = filter_sql(filters)
             rows = self._all(
                 f"""SELECT v.rowid, c.note_rowid, vec_distance_cosine(v.embedding, ?) AS d
-                    FROM {VECTOR_TABLE} v JOIN chunks c ON c.rowid = v.rowid
+                    FROM {tier.table} v JOIN chunks c ON c.rowid = v.rowid
                     JOIN notes n ON n.rowid = c.note_rowid
                     WHERE {where} ORDER BY d LIMIT ?""",
                 (blob, *params, k),
             )
         else:
             rows = self._all(
-                f"""SELECT v.rowid, c.note_rowid, v.distance FROM {VECTOR_TABLE} v
+                f"""SELECT v.rowid, c.note_rowid, v.distance FROM {tier.table} v
                     JOIN chunks c ON c.rowid = v.rowid
                     WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance""",
                 (blob, k),
@@ -460,10 +482,13 @@ class Reads:
         # A zero vector (text the model has no tokens for) has no cosine: no match.
         return [ChunkHit(r[0], r[1], 1.0 - r[2]) for r in rows if r[2] is not None]
 
-    def pending_chunks(self, limit: int) -> list[PendingChunk]:
+    def pending_chunks(self, limit: int, tier: Tier = INSTANT) -> list[PendingChunk]:
+        """Chunks waiting for the tier's vectors; the newest first for the strong tier (a
+        note just saved or edited gets its strong vectors before the backlog)."""
+        order = "c.rowid DESC" if tier.name == "strong" else "c.rowid"
         rows = self._all(
-            """SELECT c.rowid, c.text_hash, c.heading_path, c.text FROM chunks c
-               WHERE c.vec_state = 0 ORDER BY c.rowid LIMIT ?""",
+            f"""SELECT c.rowid, c.text_hash, c.heading_path, c.text FROM chunks c
+               WHERE c.{tier.state} = 0 ORDER BY {order} LIMIT ?""",
             (limit,),
         )
         return [PendingChunk(r[0], r[1], f"{r[2]}\n\n{r[3]}") for r in rows]
@@ -554,9 +579,10 @@ class Writes(Reads):
         if chunk_ids:
             marks = ",".join("?" * len(chunk_ids))
             self._run(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", chunk_ids)
-            if self.has_vector_table():
-                self._run(f"DELETE FROM {VECTOR_TABLE} WHERE rowid IN ({marks})", chunk_ids)
-                self.bump_vector_epoch()
+            for tier in TIERS.values():
+                if self.has_vector_table(tier):
+                    self._run(f"DELETE FROM {tier.table} WHERE rowid IN ({marks})", chunk_ids)
+                    self.bump_vector_epoch(tier)
             self._run("DELETE FROM chunks WHERE note_rowid = ?", (rowid,))
         self._run("DELETE FROM notes_fts WHERE rowid = ?", (rowid,))
         self._run("DELETE FROM tags WHERE note_rowid = ?", (rowid,))
@@ -704,9 +730,10 @@ class Writes(Reads):
         what a first index costs, and re-embeds nothing it has embedded before."""
         for table in ("chunks_fts", "notes_fts"):
             self._run(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
-        if self.has_vector_table():
-            self._run(f"DELETE FROM {VECTOR_TABLE}")
-            self.bump_vector_epoch()
+        for tier in TIERS.values():
+            if self.has_vector_table(tier):
+                self._run(f"DELETE FROM {tier.table}")
+                self.bump_vector_epoch(tier)
         for table in ("links", "tags", "aliases", "chunks", "notes", "gone_notes"):
             self._run(f"DELETE FROM {table}")
 
@@ -740,26 +767,30 @@ class Writes(Reads):
 
     # -- vectors -------------------------------------------------------------------------
 
-    def bump_vector_epoch(self) -> None:
-        """Every change to the vector table moves this counter: in-memory copies reload."""
+    def bump_vector_epoch(self, tier: Tier = INSTANT) -> None:
+        """Every change to a vector table moves its counter: in-memory copies reload."""
         self._run(
-            "INSERT INTO meta(key, value) VALUES ('vec_epoch', '1') ON CONFLICT(key) "
-            "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+            "INSERT INTO meta(key, value) VALUES (?, '1') ON CONFLICT(key) "
+            "DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+            (f"{tier.meta}_epoch",),
         )
 
-    def reset_vectors(self, model: str, dim: int) -> None:
-        """A new embedding model: drop old vectors (two models never mix), queue every chunk."""
-        self._run(f"DROP TABLE IF EXISTS {VECTOR_TABLE}")
+    def reset_vectors(self, model: str, dim: int, tier: Tier = INSTANT) -> None:
+        """A new model for the tier: drop its old vectors (two models never mix) and queue
+        every chunk for it again."""
+        self._run(f"DROP TABLE IF EXISTS {tier.table}")
         self._run(
-            f"CREATE VIRTUAL TABLE {VECTOR_TABLE} USING vec0("
+            f"CREATE VIRTUAL TABLE {tier.table} USING vec0("
             f"embedding float[{int(dim)}] distance_metric=cosine)"
         )
-        self._run("UPDATE chunks SET vec_state = 0")
-        self.bump_vector_epoch()
-        self.set_meta("embed_model", model)
-        self.set_meta("embed_dim", str(dim))
+        self._run(f"UPDATE chunks SET {tier.state} = 0")
+        self.bump_vector_epoch(tier)
+        self.set_meta(f"{tier.meta}_model", model)
+        self.set_meta(f"{tier.meta}_dim", str(dim))
 
-    def store_vectors(self, model: str, items: Sequence[tuple[int, str, bytes]]) -> int:
+    def store_vectors(
+        self, model: str, items: Sequence[tuple[int, str, bytes]], tier: Tier = INSTANT
+    ) -> int:
         """items: (chunk rowid, text hash, float32 bytes); returns how many were attached."""
         self._many(
             "INSERT OR REPLACE INTO embed_cache(model, text_hash, vector) VALUES (?, ?, ?)",
@@ -771,15 +802,16 @@ class Writes(Reads):
         live = {
             (r[0], r[1])
             for r in self._all(
-                f"SELECT rowid, text_hash FROM chunks WHERE vec_state = 0 AND rowid IN ({marks})",
+                f"SELECT rowid, text_hash FROM chunks WHERE {tier.state} = 0 "
+                f"AND rowid IN ({marks})",
                 rowids,
             )
         }
         rows = [(r, v) for r, h, v in items if (r, h) in live]
-        self._many(f"INSERT OR REPLACE INTO {VECTOR_TABLE}(rowid, embedding) VALUES (?, ?)", rows)
-        self._many("UPDATE chunks SET vec_state = 1 WHERE rowid = ?", [(r,) for r, _ in rows])
+        self._many(f"INSERT OR REPLACE INTO {tier.table}(rowid, embedding) VALUES (?, ?)", rows)
+        self._many(f"UPDATE chunks SET {tier.state} = 1 WHERE rowid = ?", [(r,) for r, _ in rows])
         if rows:
-            self.bump_vector_epoch()
+            self.bump_vector_epoch(tier)
         return len(rows)
 
     # -- summaries -----------------------------------------------------------------------

@@ -30,6 +30,7 @@ class ArmResult:
     hits: list[NoteHit]  # best first, one per note
     degraded: str | None = None  # why the arm could not answer; None when it did
     noise: tuple[float, float] | None = None  # vector arm: (median, spread) of all cosines
+    tier: str | None = None  # vector arm: which embedding tier answered
 
 
 class Arm(Protocol):

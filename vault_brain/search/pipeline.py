@@ -30,6 +30,7 @@ class Found:
     hits: list[Hit]
     degraded: bool
     reason: str | None
+    vector_tier: str | None = None
 
 
 class SearchPipeline:
@@ -60,7 +61,8 @@ class SearchPipeline:
             query=log.cut(query),
             ms=round((time.perf_counter() - started) * 1000, 1),
         )
-        return Found(hits, bool(reasons), reasons[0] if reasons else None)
+        tier = next((r.tier for r in answered if r.tier), None)
+        return Found(hits, bool(reasons), reasons[0] if reasons else None, tier)
 
     def _fuse(self, results: list[ArmResult]) -> list[NoteHit]:
         live = [r for r in results if r.hits]

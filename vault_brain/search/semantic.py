@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from vault_brain.embed.base import Embedder, embed_queries
 from vault_brain.errors import Unavailable
-from vault_brain.index.store import Reads
+from vault_brain.index.store import TIERS, Reads
 from vault_brain.search.base import ArmResult, Request, collapse
 
 if TYPE_CHECKING:
@@ -22,38 +22,66 @@ QUERY_DEADLINE_SECONDS = 2.0
 ENDPOINT_ERRORS = (Unavailable, OSError, ValueError, RuntimeError)
 
 
+# The strong tier answers once it covers this share of the chunks; until then the instant
+# tier does. The two are never mixed: a query vector meets only vectors of its own model.
+STRONG_TAKEOVER = 0.99
+
+
 class VectorArm:
     name = "vector"
 
-    def __init__(self, embedder: Embedder | None, backoff: object) -> None:
+    def __init__(
+        self,
+        embedder: Embedder | None,
+        backoff: object,
+        *,
+        strong: Embedder | None = None,
+        strong_backoff: object | None = None,
+    ) -> None:
         self.embedder = embedder
         self.backoff = backoff  # indexer.Backoff shared with the vector queue
+        self.strong = strong
+        self.strong_backoff = strong_backoff
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-embed")
 
+    def tier(self, reads: Reads) -> tuple[str, Embedder | None, object]:
+        """Which tier answers now: the strong one when it covers the vault, else instant."""
+        if self.strong is not None and not self.strong_backoff.waiting():  # type: ignore[union-attr]
+            held = reads.vectors_model(TIERS["strong"])
+            if held is not None and held[0] == self.strong.name:
+                counts = reads.counts()
+                if counts.chunks and counts.strong_vectors >= STRONG_TAKEOVER * counts.chunks:
+                    return "strong", self.strong, self.strong_backoff
+        return "instant", self.embedder, self.backoff
+
     def retrieve(self, reads: Reads, request: Request) -> ArmResult:
-        embedder = self.embedder
+        tier_name, embedder, backoff = self.tier(reads)
         if embedder is None:
             return self._aside("no embedding provider configured")
-        held = reads.vectors_model()
+        tier = TIERS[tier_name]
+        held = reads.vectors_model(tier)
         if held is None or held[0] != embedder.name:
             return self._aside("vectors are not built yet")
-        if self.backoff.waiting():  # type: ignore[attr-defined]
+        self_backoff = backoff
+        if self_backoff.waiting():  # type: ignore[attr-defined]
             # The vector queue saw the endpoint fail: no search waits on it meanwhile.
             return self._aside("embedding endpoint unavailable; retrying in the background")
         try:
             vector = self._embed(embedder, request.query)
         except FutureTimeout:
-            self.backoff.failed()  # type: ignore[attr-defined]
+            self_backoff.failed()  # type: ignore[attr-defined]
             return self._aside("embedding endpoint too slow; full text only")
         except ENDPOINT_ERRORS as exc:
-            self.backoff.failed()  # type: ignore[attr-defined]
+            self_backoff.failed()  # type: ignore[attr-defined]
             return self._aside(f"embedding failed: {exc}"[:200])
         if len(vector) != held[1]:
             return self._aside("embedding dimension changed; vectors are being rebuilt")
         if not vector.any():
             return ArmResult(self.name, [])  # the model knows none of the query's words
-        found = reads.search_vectors(embedder.name, vector, request.filters, request.depth)
-        return ArmResult(self.name, collapse(found.hits), noise=(found.median, found.spread))
+        found = reads.search_vectors(embedder.name, vector, request.filters, request.depth, tier)
+        return ArmResult(
+            self.name, collapse(found.hits), noise=(found.median, found.spread), tier=tier_name
+        )
 
     def _embed(self, embedder: Embedder, query: str) -> np.ndarray:
         if not getattr(embedder, "remote", False):

@@ -360,6 +360,15 @@ def build_app(settings: Settings, handle: BrainHandle) -> ASGIApp:
                 "indexing": (
                     {"done": st.indexing.done, "total": st.indexing.total} if st.indexing else None
                 ),
+                "strong": (
+                    {
+                        "model": st.strong_model,
+                        "done": st.strong_vectors,
+                        "total": st.strong_vectors + st.strong_pending,
+                    }
+                    if st.strong_model
+                    else None
+                ),
             }
         )
 

@@ -136,6 +136,9 @@ def _search(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
     if found.indexing is not None:
         # The first pass over the vault is still running: these answers may be incomplete.
         reply["indexing"] = {"done": found.indexing.done, "total": found.indexing.total}
+    if found.strong is not None:
+        # The multilingual tier is still embedding: the instant one answered meanwhile.
+        reply["strong_vectors"] = {"done": found.strong.done, "total": found.strong.total}
     return reply, len(results)
 
 
