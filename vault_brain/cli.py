@@ -391,7 +391,7 @@ def status(vault: VaultOpt = None, config: ConfigOpt = None, json_out: JsonOpt =
         _dump(dataclasses.asdict(st))
         return
     for key, value in _status_lines(st):
-        typer.echo(f"{key:<11} {value}")
+        typer.echo(f"{key:<12} {value}")
 
 
 def _status_lines(st: Any) -> list[tuple[str, str]]:
