@@ -52,8 +52,8 @@ METRICS = {"ndcg@10": ndcg_at_k, "recall@10": recall_at_k, "mrr@10": mrr_at_k}
 
 @dataclass(frozen=True)
 class Fusion:
-    fusion: str  # "rrf" | "convex"
-    vector_weight: float  # used by convex only
+    fusion: str  # a name in vault_brain.search.fusion.FUSERS
+    vector_weight: float  # ignored by "evidence"
 
     @property
     def label(self) -> str:
@@ -63,13 +63,23 @@ class Fusion:
                 if self.vector_weight == 0.5
                 else f"rrf k=60 w={self.vector_weight:.1f}"
             )
-        return f"convex w={self.vector_weight:.1f}"
+        if self.fusion == "evidence":
+            return "evidence (noisy or)"
+        return f"{self.fusion} w={self.vector_weight:.1f}"
 
 
-# RRF takes the weight too (w = 0.5 is classic 1:1 RRF); sweep both it and a weighted one.
-SWEEP = (Fusion("rrf", 0.5), Fusion("rrf", 0.3)) + tuple(
-    Fusion("convex", w) for w in (0.1, 0.2, 0.3, 0.4, 0.5)
+# RRF takes the weight too (w = 0.5 is classic 1:1 RRF); convex and the calibrated
+# evidence fusions over a range of vector weights.
+SWEEP = (
+    (Fusion("rrf", 0.5), Fusion("rrf", 0.3))
+    + tuple(Fusion("convex", w) for w in (0.2, 0.3, 0.4, 0.5, 0.6))
+    + (Fusion("evidence", 0.5),)
+    + tuple(Fusion("evidence-mean", w) for w in (0.3, 0.4, 0.5, 0.6))
 )
+# Every score is calibrated (search/calibration.py); the cut-off is measured under these
+# orders (the fusion decides which hits are in the top 10).
+CUTOFF_FUSIONS = tuple(f for f in SWEEP if f.fusion in ("convex", "evidence"))
+CUTOFFS = (0.01, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4)
 
 
 GROUPS = {"questions": tuple(QUESTION_SETS), "ir": IR_SETS}
@@ -87,6 +97,7 @@ class BenchSet:
     graded: bool
     build: Callable[[Path], Path]  # writes or unpacks the vault under a folder, returns it
     hit_id: Callable[[str], str]  # a hit's vault-relative path -> the id the qrels use
+    language: str = "en"  # the vault's language (its off-topic questions are in it)
 
 
 def ir_bench_set(name: str) -> BenchSet:
@@ -110,7 +121,10 @@ def question_bench_set(name: str) -> BenchSet:
             raise SystemExit(f"{name}: judged notes not in the vault: {sorted(missing)[:5]}")
         return vault
 
-    return BenchSet(name, "questions", list(qs.queries.items()), qs.qrels, True, build, nfc)
+    language = name.rsplit("-", 1)[-1] if name.startswith("obsidian") else "en"
+    return BenchSet(
+        name, "questions", list(qs.queries.items()), qs.qrels, True, build, nfc, language
+    )
 
 
 def bench_set(name: str) -> BenchSet:
@@ -143,15 +157,55 @@ def set_fusion(brain: Any, settings: Any, fusion: Fusion) -> None:
 
 
 def run_queries(
-    brain: Any, queries: list[tuple[str, str]], mode: str, hit_id: Callable[[str], str]
+    brain: Any,
+    queries: list[tuple[str, str]],
+    mode: str,
+    hit_id: Callable[[str], str],
+    scores: list | None = None,
 ) -> tuple[list, int]:
-    """Ranked hit ids per query, and how many answers said they were degraded."""
+    """Ranked hit ids per query, and how many answers said they were degraded. With
+    `scores`, each query's hit scores are appended to it too."""
     ranked, degraded = [], 0
     for _, text in queries:
-        result = brain.search(text, limit=K, mode=mode)
+        result = brain.search(text, limit=K, mode=mode, min_score=0.0)
         degraded += bool(result.degraded)
         ranked.append([hit_id(hit.path) for hit in result.hits])
+        if scores is not None:
+            scores.append([hit.score for hit in result.hits])
     return ranked, degraded
+
+
+def offtopic_tops(brain: Any, language: str, mode: str = "hybrid") -> list[float]:
+    """The best score each question the vault cannot answer gets (0 when no hit)."""
+    from bench.offtopic import offtopic_queries
+
+    tops = []
+    for _, text in offtopic_queries(language):
+        hits = brain.search(text, limit=K, mode=mode, min_score=0.0).hits
+        tops.append(max((h.score for h in hits), default=0.0))
+    return tops
+
+
+def cutoff_counts(ranked, scores, qrels, queries, tops) -> dict[str, dict[str, float]]:
+    """Per cut-off: judged-relevant hits in the top 10 it would drop (of all there), and
+    how many questions the vault cannot answer would still get a hit."""
+    out = {}
+    for t in CUTOFFS:
+        kept = dropped = 0
+        for ids, sc, (qid, _) in zip(ranked, scores, queries, strict=True):
+            for hit, s in zip(ids, sc, strict=True):
+                if qrels[qid].get(hit, 0) > 0:
+                    if s >= t:
+                        kept += 1
+                    else:
+                        dropped += 1
+        out[f"{t:.2f}"] = {
+            "relevant_kept": kept,
+            "relevant_dropped": dropped,
+            "offtopic_answered": sum(1 for s in tops if s >= t),
+            "offtopic": len(tops),
+        }
+    return out
 
 
 def score(ranked: list[list[str]], bs: BenchSet, queries: list[tuple[str, str]]) -> dict:
@@ -186,11 +240,18 @@ def run_set(
             modes, ranks, degraded = {}, {}, {}
             for mode in ("fts", "vector"):
                 ranks[mode], degraded[mode] = run_queries(brain, queries, mode, bs.hit_id)
+            cutoffs = {}
             for fusion in SWEEP:
                 set_fusion(brain, settings, fusion)
+                hit_scores: list = []
                 ranks[fusion.label], degraded[fusion.label] = run_queries(
-                    brain, queries, "hybrid", bs.hit_id
+                    brain, queries, "hybrid", bs.hit_id, hit_scores
                 )
+                if fusion in CUTOFF_FUSIONS:
+                    tops = offtopic_tops(brain, bs.language)
+                    cutoffs[fusion.label] = cutoff_counts(
+                        ranks[fusion.label], hit_scores, bs.qrels, queries, tops
+                    )
             set_fusion(brain, settings, default)
             if default.label not in ranks:
                 ranks[default.label], degraded[default.label] = run_queries(
@@ -221,6 +282,7 @@ def run_set(
         # If every fusion gives the same lists, the brain did not see the settings change.
         "fusion_changes_results": ranks[SWEEP[0].label] != ranks[SWEEP[-1].label],
         "modes": modes,
+        "cutoffs": cutoffs,
         "per_query_ndcg@10": {"ids": [qid for qid, _ in queries], **per_query},
     }
 

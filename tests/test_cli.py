@@ -220,7 +220,7 @@ def test_status_speaks_in_words_and_units(small_vault):
     assert run("index", "--vault", str(small_vault.root), env=env).returncode == 0
     r = run("status", "--vault", str(small_vault.root), env=env)
     assert r.returncode == 0, r.stderr
-    assert "notes       2 in 2 chunks" in r.stdout
+    assert "notes        2 in 2 chunks" in r.stdout
     assert " KB)" in r.stdout or " MB)" in r.stdout
     assert "nothing watches the vault" in r.stdout
     assert "index_bytes" not in r.stdout and "False" not in r.stdout

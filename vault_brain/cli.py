@@ -14,6 +14,7 @@ import typer
 
 from vault_brain import __version__, log
 from vault_brain.config import CONFIG_NAME, INDEX_DIR, Settings, load_settings
+from vault_brain.contract import MODES
 from vault_brain.errors import ConfigError, NotFound, VaultBrainError
 
 app = typer.Typer(
@@ -252,11 +253,20 @@ def search(
     explain: Annotated[
         bool, typer.Option("--explain", help="Show each arm's rank and score per hit.")
     ] = False,
+    min_score: Annotated[
+        float | None,
+        typer.Option(
+            "--min-score",
+            min=0.0,
+            max=1.0,
+            help="Hide hits scoring lower (default: search.min_score).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Search the vault (syncs first when no watcher is keeping the index fresh)."""
-    if mode is not None and mode not in ("hybrid", "fts", "vector"):
-        raise _fail(f"--mode must be hybrid, fts or vector, not {mode!r}", 2)
+    if mode is not None and mode not in MODES:
+        raise _fail(f"--mode must be one of {', '.join(MODES)}, not {mode!r}", 2)
     settings = _settings(vault, config)
     log.use_human_output()
     with _brain(settings) as brain:
@@ -270,18 +280,28 @@ def search(
             since=since,
             until=until,
             explain=explain,
+            min_score=min_score,
         )
     if json_out:
         hits = [dataclasses.asdict(h) for h in result.hits]
         if not explain:
             for h in hits:
                 h.pop("explain", None)
-        _dump({"results": hits, "mode": result.mode, "degraded": result.degraded})
+        out = {"results": hits, "mode": result.mode, "degraded": result.degraded}
+        if not hits:
+            out["nothing_relevant"] = True
+        _dump(out)
         return
     if result.degraded:
         typer.echo(f"(full text only: {result.reason})", err=True)
     if not result.hits:
-        typer.echo("no matches")
+        if result.below_cutoff:
+            typer.echo(
+                f"nothing relevant ({result.below_cutoff} weak matches under the "
+                f"min_score of {settings.search.min_score if min_score is None else min_score})"
+            )
+        else:
+            typer.echo("no matches")
         return
     for i, hit in enumerate(result.hits, 1):
         typer.echo(f"{i}. {hit.title}  [{hit.path}]  id={hit.id}  score={hit.score:.3f}")

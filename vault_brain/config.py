@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from vault_brain.contract import FUSIONS, MODES
 from vault_brain.errors import ConfigError
 
 INDEX_DIR = ".vault-brain"
@@ -70,7 +71,7 @@ class EmbedSettings:
     timeout_seconds: float = 30.0
     # The strong tier beside the local model: multilingual-e5-small in-process (e5) or none.
     strong: str = "e5"
-    strong_max_tokens: int = 256  # its window per chunk, in its own tokens
+    strong_max_tokens: int = 128  # its window per chunk, in its own tokens (measured)
 
 
 @dataclass
@@ -80,6 +81,7 @@ class SearchSettings:
     vector_weight: float = 0.2
     rrf_k: int = 60
     limit: int = 8
+    min_score: float = 0.15  # hits scoring lower are not returned (calibrated scores)
 
 
 @dataclass
@@ -161,8 +163,8 @@ class Settings:
 CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("embed", "provider"): ("local", "ollama", "openai", "none"),
     ("embed", "strong"): ("e5", "none"),
-    ("search", "mode"): ("hybrid", "fts", "vector"),
-    ("search", "fusion"): ("convex", "rrf"),
+    ("search", "mode"): MODES,
+    ("search", "fusion"): FUSIONS,
     ("summary", "provider"): ("none", "ollama", "openai"),
 }
 

@@ -36,6 +36,7 @@ class SearchResult:
     indexing: Indexing | None = None
     vector_tier: str | None = None  # "instant" | "strong": which embeddings answered
     strong: Indexing | None = None  # the strong tier's coverage while it is incomplete
+    below_cutoff: int = 0  # hits left out for scoring under search.min_score
 
 
 @dataclass(frozen=True)

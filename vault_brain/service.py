@@ -147,6 +147,7 @@ class Brain:
         since: str | None = None,
         until: str | None = None,
         explain: bool = False,
+        min_score: float | None = None,
     ) -> SearchResult:
         s = self.settings.search
         mode = mode or s.mode
@@ -164,18 +165,24 @@ class Brain:
         except IndexDamaged:
             self.indexer.damaged()  # rebuilt on the next pass; the caller may retry
             raise
+        hits, below = found.hits, 0
+        cut = s.min_score if min_score is None else min_score
+        if cut > 0:
+            hits = [h for h in found.hits if h.score >= cut]
+            below = len(found.hits) - len(hits)
         strong = None
         if self.strong is not None and found.vector_tier != "strong" and mode != "fts":
             st = self._strong_coverage()
             strong = Indexing(st[0], st[1]) if st[1] else None
         return SearchResult(
-            found.hits,
+            hits,
             mode,
             found.degraded,
             found.reason,
             indexing=self.indexer.indexing(),
             vector_tier=found.vector_tier,
             strong=strong,
+            below_cutoff=below,
         )
 
     def _strong_coverage(self) -> tuple[int, int]:

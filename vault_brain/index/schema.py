@@ -1,7 +1,7 @@
 """The sidecar's schema in one readable block. Bump SCHEMA_VERSION on any change:
 the index is disposable, so a new version simply rebuilds from the files."""
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # FTS5 tokenizer: unicode61 with diacritics removed, fed with text that index/analysis.py
 # has already analysed per language (stemmed, stopwords dropped, CJK and Thai cut into
@@ -71,6 +71,8 @@ CREATE INDEX chunks_pending ON chunks(vec_state) WHERE vec_state = 0;
 CREATE INDEX chunks_strong_pending ON chunks(strong_state) WHERE strong_state = 0;
 {FTS_TABLES["chunks_fts"]};
 {FTS_TABLES["notes_fts"]};
+-- notes per term, for the idf weights of calibrated scores (search/calibration.py)
+CREATE VIRTUAL TABLE notes_vocab USING fts5vocab(notes_fts, 'row');
 CREATE TABLE tags (
     note_rowid INTEGER NOT NULL REFERENCES notes(rowid) ON DELETE CASCADE,
     tag        TEXT NOT NULL,

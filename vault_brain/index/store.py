@@ -388,6 +388,46 @@ class Reads:
             )
         return [(r[0], -r[1]) for r in rows]
 
+    def text_stats(self, query: TextQuery) -> tuple[int, list[int]]:
+        """(notes in the index, notes holding each group of the query): for idf weights. A
+        group's count is its most frequent form's (a prefix form counts its terms)."""
+        notes = self._one("SELECT count(*) FROM notes")[0]  # type: ignore[index]
+        counts = []
+        for group in query.groups:
+            best = 0
+            for form in group:
+                if form.endswith("*"):
+                    stem = form.rstrip("*")
+                    row = self._one(
+                        "SELECT max(doc) FROM notes_vocab WHERE term >= ? AND term < ?",
+                        (stem, stem + "\U0010ffff"),
+                    )
+                else:
+                    row = self._one("SELECT doc FROM notes_vocab WHERE term = ?", (form,))
+                best = max(best, (row[0] or 0) if row else 0)
+            counts.append(best)
+        return notes, counts
+
+    def text_matches(self, query: TextQuery, note_rowids: Sequence[int]) -> dict[int, set[int]]:
+        """For each of these notes, which groups of the query its whole text holds."""
+        from vault_brain.index.analysis import match_expression as expression
+
+        found: dict[int, set[int]] = {}
+        if not note_rowids:
+            return found
+        marks = ",".join("?" * len(note_rowids))
+        for i, group in enumerate(query.groups):
+            match = expression([group])
+            if not match:
+                continue
+            rows = self._all(
+                f"SELECT rowid FROM notes_fts WHERE notes_fts MATCH ? AND rowid IN ({marks})",
+                (match, *note_rowids),
+            )
+            for (rowid,) in rows:
+                found.setdefault(rowid, set()).add(i)
+        return found
+
     def chunks_of_notes(self, note_rowids: Sequence[int]) -> list[tuple[int, int, str, str]]:
         """(note rowid, chunk rowid, chunk text, note language) of every chunk of these."""
         if not note_rowids:

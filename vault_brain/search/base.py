@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from vault_brain.index.records import ChunkHit, Filters
@@ -31,6 +31,10 @@ class ArmResult:
     degraded: str | None = None  # why the arm could not answer; None when it did
     noise: tuple[float, float] | None = None  # vector arm: (median, spread) of all cosines
     tier: str | None = None  # vector arm: which embedding tier answered
+    # Per note in [0, 1] (search/calibration.py): the vector arm's calibrated evidence, the
+    # full-text arm's coverage (made evidence once it is known whether vectors decide).
+    evidence: dict[int, float] = field(default_factory=dict)
+    calibrated: bool = False  # vector arm: its model's cosine scale is measured
 
 
 class Arm(Protocol):

@@ -16,6 +16,7 @@ from vault_brain.index.records import TextQuery
 from vault_brain.index.store import Reads
 from vault_brain.index.text import vault_languages
 from vault_brain.search.base import ArmResult, NoteHit, Request, collapse
+from vault_brain.search.calibration import idf_weights, text_coverage
 
 
 def text_query(reads: Reads, query: str) -> TextQuery:
@@ -38,7 +39,7 @@ class FullTextArm:
         best = collapse(reads.search_text(query, request.filters, request.depth))
         w = self.settings.note_weight
         if w <= 0:
-            return ArmResult(self.name, best)
+            return ArmResult(self.name, best, evidence=_evidence(reads, query, best))
         notes = reads.search_text_notes(query, request.filters, request.depth // 3)
         chunk_of = {h.note_rowid: h.chunk_rowid for h in best}
         missing = [n for n, _ in notes if n not in chunk_of]
@@ -51,7 +52,27 @@ class FullTextArm:
             if rowid in chunk_of
         ]
         fused.sort(key=lambda h: (-h.score, h.note_rowid))
-        return ArmResult(self.name, fused)
+        return ArmResult(self.name, fused, evidence=_evidence(reads, query, fused))
+
+
+# Notes whose evidence is computed (the most a search shows, with room to spare).
+EVIDENCE_DEPTH = 60
+
+
+def _evidence(reads: Reads, query: TextQuery, hits: Sequence[NoteHit]) -> dict[int, float]:
+    """Full-text coverage of the best hits (search/calibration.py turns it into evidence,
+    knowing whether vectors answered too)."""
+    top = list(hits[:EVIDENCE_DEPTH])
+    if not top:
+        return {}
+    notes, counts = reads.text_stats(query)
+    weights = idf_weights(notes, counts)
+    matched = reads.text_matches(query, [h.note_rowid for h in top])
+    best = max(h.score for h in top) or 1.0
+    return {
+        h.note_rowid: text_coverage(matched.get(h.note_rowid, set()), weights, h.score / best)
+        for h in top
+    }
 
 
 def _snippet_chunks(

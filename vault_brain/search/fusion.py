@@ -14,6 +14,8 @@ from vault_brain.search.base import ArmResult, NoteHit
 
 Fuser = Callable[[Sequence[ArmResult], SearchSettings], list[NoteHit]]
 FUSERS: dict[str, Fuser] = {}
+# Fusions whose score is calibrated evidence (the same meaning alone and together).
+CALIBRATED = frozenset({"evidence", "evidence-mean"})
 
 
 def fuser(name: str) -> Callable[[Fuser], Fuser]:
@@ -55,6 +57,46 @@ def fuse_convex(arms: Sequence[ArmResult], settings: SearchSettings) -> list[Not
     weights = _weights(arms, settings)
     fused = [
         NoteHit(n, c, sum(w * norm.get(n, 0.0) for w, norm in zip(weights, normed, strict=True)))
+        for n, c in chunk.items()
+    ]
+    fused.sort(key=lambda h: (-h.score, h.note_rowid))
+    return fused
+
+
+def _evidence_lists(arms: Sequence[ArmResult]) -> tuple[list[dict[int, float]], dict[int, int]]:
+    chunk = _snippet_chunks(arms)
+    return [arm.evidence for arm in arms], chunk
+
+
+@fuser("evidence")
+def fuse_evidence(arms: Sequence[ArmResult], settings: SearchSettings) -> list[NoteHit]:
+    """Calibrated evidence combined as independent signs of relevance (a noisy OR):
+    score = 1 - Π (1 - e_arm). An arm alone gives its own evidence, so a score means the
+    same in every mode and query, and a cut-off can mean "nothing relevant"."""
+    evidences, chunk = _evidence_lists(arms)
+    fused = []
+    for n, c in chunk.items():
+        keep = 1.0
+        for ev in evidences:
+            keep *= 1.0 - min(1.0, max(0.0, ev.get(n, 0.0)))
+        fused.append(NoteHit(n, c, 1.0 - keep))
+    fused.sort(key=lambda h: (-h.score, h.note_rowid))
+    return fused
+
+
+@fuser("evidence-mean")
+def fuse_evidence_mean(arms: Sequence[ArmResult], settings: SearchSettings) -> list[NoteHit]:
+    """Calibrated evidence averaged: score = (1 - w) · e_fts + w · e_vector (an arm alone
+    gives its own evidence)."""
+    evidences, chunk = _evidence_lists(arms)
+    weights = _weights(arms, settings)
+    total = sum(weights) or 1.0
+    fused = [
+        NoteHit(
+            n,
+            c,
+            sum(w * ev.get(n, 0.0) for w, ev in zip(weights, evidences, strict=True)) / total,
+        )
         for n, c in chunk.items()
     ]
     fused.sort(key=lambda h: (-h.score, h.note_rowid))

@@ -5,6 +5,7 @@ file and one line here; the fusion comes from the registry by config name."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,7 +19,8 @@ from vault_brain.index.store import Reads
 from vault_brain.index.text import query_terms
 from vault_brain.records import Hit
 from vault_brain.search.base import Arm, ArmResult, NoteHit, Request
-from vault_brain.search.fusion import FUSERS
+from vault_brain.search.calibration import text_evidence
+from vault_brain.search.fusion import CALIBRATED, FUSERS
 from vault_brain.search.snippets import make_snippet
 
 # Which arms each mode runs; a mode whose arms all step aside falls back to full text.
@@ -51,8 +53,9 @@ class SearchPipeline:
             answered = [r for r in results if not r.degraded]
             if not answered:  # vector mode with no usable vectors: full text instead
                 answered = [self.arms["fts"].retrieve(reads, request)]
-            fused = self._fuse(answered)
-            hits = self._hydrate(reads, fused[:limit], query, answered if explain else None)
+            fused = self._fuse(answered)[:limit]
+            scored = calibrate(fused, answered)
+            hits = self._hydrate(reads, scored, query, answered if explain else None, fused)
         log.event(
             "search",
             mode=mode,
@@ -65,9 +68,12 @@ class SearchPipeline:
         return Found(hits, bool(reasons), reasons[0] if reasons else None, tier)
 
     def _fuse(self, results: list[ArmResult]) -> list[NoteHit]:
+        """The order: the fusion's (an arm alone keeps its own order)."""
         live = [r for r in results if r.hits]
-        if len(live) <= 1:
-            return list(live[0].hits) if live else []
+        if not live:
+            return []
+        if len(live) == 1 and self.settings.fusion not in CALIBRATED:
+            return list(live[0].hits)
         return FUSERS[self.settings.fusion](live, self.settings)
 
     def _hydrate(
@@ -76,11 +82,12 @@ class SearchPipeline:
         fused: Sequence[NoteHit],
         query: str,
         arms: list[ArmResult] | None,
+        fused_order: Sequence[NoteHit] = (),
     ) -> list[Hit]:
         infos = reads.notes_by_rowids([h.note_rowid for h in fused])
         texts = reads.chunk_texts([h.chunk_rowid for h in fused])
         terms = query_terms(query)
-        explained = _explain(arms) if arms is not None else {}
+        explained = _explain(arms, fused_order) if arms is not None else {}
         out = []
         for h in fused:
             info = infos.get(h.note_rowid)
@@ -89,7 +96,7 @@ class SearchPipeline:
             _, text = texts.get(h.chunk_rowid, ("", ""))
             detail = None
             if arms is not None:
-                detail = {**explained.get(h.note_rowid, {}), "fused": round(h.score, 4)}
+                detail = {**explained.get(h.note_rowid, {}), "score": round(h.score, 4)}
             out.append(
                 Hit(
                     info.id,
@@ -105,10 +112,40 @@ class SearchPipeline:
         return out
 
 
-def _explain(arms: list[ArmResult]) -> dict[int, dict[str, Any]]:
-    """Per note: each arm's rank (1 = best) and raw score."""
+def calibrate(fused: Sequence[NoteHit], arms: Sequence[ArmResult]) -> list[NoteHit]:
+    """The score a caller sees: each hit's calibrated evidence (search/calibration.py) —
+    the arms' evidence combined as independent signs (1 - Π (1 - e)) — kept in the
+    fusion's order and never rising down the list (a hit scores at least what the best
+    hit below it scores), so scores mean the same in every query and mode and a cut-off
+    keeps everything above the last hit that passes."""
+    vectors_decide = any(arm.name == "vector" and arm.calibrated and arm.hits for arm in arms)
+
+    def of(arm: ArmResult, note: int) -> float:
+        value = arm.evidence.get(note, 0.0)
+        if arm.name == "fts":
+            return text_evidence(value, vectors_decide=vectors_decide)
+        return min(1.0, value)
+
+    evidence = [1.0 - math.prod(1.0 - of(arm, h.note_rowid) for arm in arms) for h in fused]
+    out: list[NoteHit] = []
+    floor = 0.0
+    for h, e in zip(reversed(fused), reversed(evidence), strict=True):
+        floor = max(floor, e)
+        out.append(NoteHit(h.note_rowid, h.chunk_rowid, floor))
+    out.reverse()
+    return out
+
+
+def _explain(arms: list[ArmResult], fused: Sequence[NoteHit]) -> dict[int, dict[str, Any]]:
+    """Per note: each arm's rank (1 = best), raw score and calibrated evidence, and the
+    fusion's own score."""
     out: dict[int, dict[str, Any]] = {}
     for arm in arms:
         for rank, h in enumerate(arm.hits, 1):
-            out.setdefault(h.note_rowid, {})[arm.name] = {"rank": rank, "score": round(h.score, 4)}
+            detail: dict[str, Any] = {"rank": rank, "score": round(h.score, 4)}
+            if h.note_rowid in arm.evidence:
+                detail["evidence"] = round(arm.evidence[h.note_rowid], 4)
+            out.setdefault(h.note_rowid, {})[arm.name] = detail
+    for h in fused:
+        out.setdefault(h.note_rowid, {})["fusion"] = round(h.score, 4)
     return out

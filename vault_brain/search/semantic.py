@@ -12,6 +12,7 @@ from vault_brain.embed.base import Embedder, embed_queries
 from vault_brain.errors import Unavailable
 from vault_brain.index.store import TIERS, Reads
 from vault_brain.search.base import ArmResult, Request, collapse
+from vault_brain.search.calibration import vector_evidence
 
 if TYPE_CHECKING:
     import numpy as np
@@ -79,8 +80,19 @@ class VectorArm:
         if not vector.any():
             return ArmResult(self.name, [])  # the model knows none of the query's words
         found = reads.search_vectors(embedder.name, vector, request.filters, request.depth, tier)
+        hits = collapse(found.hits)
+        scale = getattr(embedder, "cosine_scale", None)
+        evidence = {
+            h.note_rowid: vector_evidence(h.score, found.median, found.spread, found.count, scale)
+            for h in hits
+        }
         return ArmResult(
-            self.name, collapse(found.hits), noise=(found.median, found.spread), tier=tier_name
+            self.name,
+            hits,
+            noise=(found.median, found.spread),
+            tier=tier_name,
+            evidence=evidence,
+            calibrated=bool(getattr(embedder, "cosine_scale_measured", False)),
         )
 
     def _embed(self, embedder: Embedder, query: str) -> np.ndarray:

@@ -8,6 +8,7 @@ same reason; each description names the reply fields instead.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -43,7 +44,7 @@ INT_LIMIT = 2**53 - 1
 class Arg:
     """One tool argument: its JSON type, bounds, and the one line of doc a model sees."""
 
-    kind: str  # "str" | "int" | "tags"
+    kind: str  # "str" | "int" | "num" | "tags"
     doc: str = ""
     required: bool = False
     max_len: int | None = None  # None for content-like fields: the cap comes from settings
@@ -54,8 +55,8 @@ class Arg:
 
     def schema(self) -> dict[str, Any]:
         out: dict[str, Any]
-        if self.kind == "int":
-            out = {"type": "integer"}
+        if self.kind in ("int", "num"):
+            out = {"type": "integer" if self.kind == "int" else "number"}
             if self.lo is not None:
                 out["minimum"] = self.lo
             if self.hi is not None:
@@ -119,6 +120,7 @@ def _search(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
         folder=a.get("folder"),
         since=a.get("since"),
         until=a.get("until"),
+        min_score=a.get("min_score"),
     )
     results = [
         {
@@ -133,6 +135,9 @@ def _search(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
         for h in found.hits
     ]
     reply: dict[str, Any] = {"results": results, "degraded": bool(found.degraded)}
+    if not results:
+        # Say it plainly, so a model tells the user the vault lacks it instead of guessing.
+        reply["nothing_relevant"] = True
     if found.indexing is not None:
         # The first pass over the vault is still running: these answers may be incomplete.
         reply["indexing"] = {"done": found.indexing.done, "total": found.indexing.total}
@@ -227,7 +232,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         name="memory_search",
         description=(
             "Search the user's notes by meaning and words. Use before answering from memory. "
-            "Returns {results:[{id,title,path,summary,snippet,score,updated}],degraded}."
+            "Returns {results:[{id,title,path,summary,snippet,score,updated}],degraded}; "
+            "score 0-1 means the same in every search; nothing_relevant: the vault lacks it."
         ),
         args={
             "query": Arg(
@@ -239,6 +245,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "since": _SINCE,
             "until": _UNTIL,
             "mode": Arg("str", "default hybrid", choices=MODES),
+            "min_score": Arg("num", "0-1; default 0.15", lo=0, hi=1),
         },
         run=_search,
         read_only=True,
@@ -355,6 +362,8 @@ def check_args(spec: ToolSpec, raw: Mapping[str, Any] | None, settings: Settings
             continue
         if arg.kind == "int":
             out[name] = _int(name, value, arg)
+        elif arg.kind == "num":
+            out[name] = _num(name, value, arg)
         elif arg.kind == "tags":
             out[name] = _tags(name, value)
         else:
@@ -393,6 +402,24 @@ def _int(name: str, value: Any, arg: Arg) -> int:
     if not lo <= value <= hi:
         raise out_of_range
     return value
+
+
+def _num(name: str, value: Any, arg: Arg) -> float:
+    """A finite number within the argument's bounds ("0.3" as text is accepted too)."""
+    if isinstance(value, bool):
+        raise InvalidInput(f"{name} must be a number")
+    if isinstance(value, str):
+        try:
+            value = float(value.strip()) if len(value) <= 40 else None
+        except ValueError:
+            value = None
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInput(f"{name} must be a number")
+    lo = arg.lo if arg.lo is not None else -INT_LIMIT
+    hi = arg.hi if arg.hi is not None else INT_LIMIT
+    if not lo <= value <= hi:
+        raise InvalidInput(f"{name} must be in {lo}..{hi}")
+    return float(value)
 
 
 def _tags(name: str, value: Any) -> list[str]:
