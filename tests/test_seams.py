@@ -318,3 +318,39 @@ def test_parse_workers_exit_when_their_indexer_is_killed_during_start_up(vault, 
         for index in vault.root.glob(".vault-brain/index.db*"):
             index.unlink()
     assert leaked == set()
+
+
+# --- issue 12: a one-shot search reads no vector matrix --------------------------------------
+
+
+def test_a_one_shot_search_answers_as_the_server_does_without_loading_vectors(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    topics = ["kiln firing pottery", "sourdough bread baking", "tax filing deadline", "bees"]
+    for n in range(60):
+        topic = topics[n % len(topics)]
+        (vault / f"Note {n}.md").write_text(
+            f"---\ntags: [t{n % 3}]\n---\n# {topic} {n}\n\nNotes about {topic}, part {n}.\n",
+            encoding="utf-8",
+        )
+    embed = {"provider": "local", "strong": "none"}
+    server = Brain(settings_for(vault, embed=embed))
+    server.sync()
+    server.embed_pending()
+    one_shot = Brain(settings_for(vault, embed=embed), one_shot=True)
+    try:
+        for query, tags in [("firing a kiln", None), ("bread", ["t1"]), ("deadline", None)]:
+            for mode in ("vector", "hybrid"):
+                a = server.search(query, mode=mode, tags=tags, limit=8, min_score=0.0)
+                b = one_shot.search(query, mode=mode, tags=tags, limit=8, min_score=0.0)
+                assert [h.path for h in a.hits] == [h.path for h in b.hits], (query, mode)
+                assert [round(h.score, 4) for h in a.hits] == [round(h.score, 4) for h in b.hits], (
+                    query,
+                    mode,
+                )
+                assert a.hits
+        assert server.index.vectors_in_memory() > 0
+        assert one_shot.index.vectors_in_memory() == 0
+    finally:
+        server.close()
+        one_shot.close()

@@ -60,11 +60,11 @@ def _settings(vault: str | None, config: str | None, **overrides: dict[str, Any]
 
 
 @contextmanager
-def _brain(settings: Settings):
+def _brain(settings: Settings, *, one_shot: bool = True):
     from vault_brain.service import Brain
 
     try:
-        brain = Brain(settings)
+        brain = Brain(settings, one_shot=one_shot)
     except VaultBrainError as exc:
         raise _fail(exc.message, 2 if isinstance(exc, ConfigError) else 1) from None
     try:
@@ -475,7 +475,7 @@ def watch(
     """Keep the index in step with the vault until Ctrl-C (JSON log lines on stderr)."""
     overrides: dict[str, Any] = {"poll": poll or None, "debounce_ms": debounce}
     settings = _settings(vault, config, watch={k: v for k, v in overrides.items() if v is not None})
-    with _brain(settings) as brain:
+    with _brain(settings, one_shot=False) as brain:
         _run_until_signal(brain.start_watching)
     raise typer.Exit(0)
 

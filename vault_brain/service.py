@@ -64,7 +64,10 @@ class Brain:
         *,
         embedder: Embedder | None | str = "auto",
         summarizer: Summarizer | None | str = "auto",
+        one_shot: bool = False,
     ) -> None:
+        """`one_shot`: this process answers one command and exits (the CLI), so it reads
+        only what that command needs (no in-memory vector matrix)."""
         self.settings = settings
         self.root = settings.vault_path
         self.index_path = settings.index_path
@@ -79,7 +82,7 @@ class Brain:
         self.summarizer: Summarizer | None = (
             make_summarizer(settings.summary) if summarizer == "auto" else summarizer  # type: ignore[assignment]
         )
-        self.index = SqliteIndex(self.index_path)
+        self.index = SqliteIndex(self.index_path, one_shot=one_shot)
         self.indexer = Indexer(
             settings, self.index, self.embedder, self.summarizer, strong=self.strong
         )

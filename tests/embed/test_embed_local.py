@@ -75,16 +75,16 @@ def test_same_text_gives_the_same_vector(bundled):
 
 
 def test_concurrent_first_use_loads_the_model_once(monkeypatch):
-    from model2vec import StaticModel
+    from vault_brain.embed.static import StaticModelFile
 
     loads = []
-    original = StaticModel.from_pretrained.__func__
+    original = StaticModelFile.load.__func__
 
-    def counting(cls, *args, **kwargs):
+    def counting(cls, *args, **kwargs):  # a spy: the real load runs
         loads.append(args)
         return original(cls, *args, **kwargs)
 
-    monkeypatch.setattr(StaticModel, "from_pretrained", classmethod(counting))
+    monkeypatch.setattr(StaticModelFile, "load", classmethod(counting))
     embedder = LocalEmbedder(EmbedSettings())
     threads = [threading.Thread(target=embedder.embed, args=(["hi"],)) for _ in range(4)]
     for thread in threads:

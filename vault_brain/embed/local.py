@@ -20,6 +20,8 @@ from vault_brain.log import event
 if TYPE_CHECKING:
     import numpy as np
 
+    from vault_brain.embed.static import StaticModelFile
+
 BUNDLED_MODEL = Path(__file__).resolve().parent / "models" / "minilm-static-256"
 
 # "owner/name" or "name" as the Hugging Face hub spells repository ids.
@@ -63,21 +65,9 @@ class LocalEmbedder:
             start = time.perf_counter()
             if isinstance(self._source, Path) and not self._source.is_dir():
                 raise Unavailable(f"embedding model folder {self._source} is not a folder")
-            try:
-                from model2vec import StaticModel
-            except ImportError as exc:  # pragma: no cover - a dependency of the package
-                raise Unavailable("model2vec is not installed") from exc
-            try:
-                # A local folder never touches the network; a hub id uses the cache first.
-                model = StaticModel.from_pretrained(
-                    self._source, quantize_to="float32", normalize=True, force_download=False
-                )
-            except Exception as exc:  # hub, file and format errors all mean "no vectors now"
-                where = "hub id" if isinstance(self._source, str) else "folder"
-                raise Unavailable(
-                    f"cannot load embedding model {self.name} from {where} "
-                    f"({type(exc).__name__}); a hub id needs the network the first time"
-                ) from exc
+            model = self._load_file() if isinstance(self._source, Path) else None
+            if model is None:
+                model = self._load_model2vec()
             self._dim = int(model.dim)
             self._model = model
             event(
@@ -87,6 +77,35 @@ class LocalEmbedder:
                 ms=round((time.perf_counter() - start) * 1000),
             )
             return model
+
+    def _load_file(self) -> StaticModelFile | None:
+        """The plain format straight from its files (no model2vec import: fast start)."""
+        from vault_brain.embed.static import StaticModelFile
+
+        try:
+            return StaticModelFile.load(self._source)
+        except Exception as exc:  # a damaged file: "no vectors now", as model2vec's errors
+            raise Unavailable(
+                f"cannot load embedding model {self.name} from folder ({type(exc).__name__})"
+            ) from exc
+
+    def _load_model2vec(self) -> _Model2Vec:
+        try:
+            from model2vec import StaticModel
+        except ImportError as exc:  # pragma: no cover - a dependency of the package
+            raise Unavailable("model2vec is not installed") from exc
+        try:
+            # A local folder never touches the network; a hub id uses the cache first.
+            model = StaticModel.from_pretrained(
+                self._source, quantize_to="float32", normalize=True, force_download=False
+            )
+        except Exception as exc:  # hub, file and format errors all mean "no vectors now"
+            where = "hub id" if isinstance(self._source, str) else "folder"
+            raise Unavailable(
+                f"cannot load embedding model {self.name} from {where} "
+                f"({type(exc).__name__}); a hub id needs the network the first time"
+            ) from exc
+        return _Model2Vec(model, self._batch_size)
 
     def dimension(self) -> int:
         self._load()
@@ -98,6 +117,17 @@ class LocalEmbedder:
         model = self._load()
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
-        # No worker processes: this runs inside servers and watchers, not a batch job.
-        vectors = model.encode(list(texts), batch_size=self._batch_size, use_multiprocessing=False)
+        vectors = model.encode(list(texts))
         return l2_normalise(np.nan_to_num(vectors, nan=0.0, posinf=0.0, neginf=0.0))
+
+
+class _Model2Vec:
+    """model2vec's StaticModel behind the same `encode` and `dim` as StaticModelFile."""
+
+    def __init__(self, model: Any, batch_size: int) -> None:
+        self.model, self.batch_size = model, batch_size
+        self.dim = int(model.dim)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        # No worker processes: this runs inside servers and watchers, not a batch job.
+        return self.model.encode(texts, batch_size=self.batch_size, use_multiprocessing=False)

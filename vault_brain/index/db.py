@@ -296,8 +296,11 @@ class SqliteIndex:
     and the in-memory copy of the vectors. Nothing outside index/ sees a connection: it
     reads through `read()` and writes through `transaction()`."""
 
-    def __init__(self, path: Path, *, readers: int = READERS) -> None:
+    def __init__(self, path: Path, *, readers: int = READERS, one_shot: bool = False) -> None:
         self.path = Path(path)
+        # A one-shot process (a CLI command) searches once: it asks sqlite-vec for the
+        # nearest chunks instead of reading every vector into memory first.
+        self.one_shot = one_shot
         self._conn = open_index(self.path)
         self._write_lock = threading.Lock()
         self._matrices: dict[str, Any] = {}
@@ -313,6 +316,10 @@ class SqliteIndex:
 
             matrix = self._matrices.setdefault(tier.name, VectorMatrix())
         return matrix
+
+    def vectors_in_memory(self) -> int:
+        """How many chunk vectors this process holds in memory (0 in a one-shot process)."""
+        return sum(m.rows() for m in self._matrices.values())
 
     @contextmanager
     def read(self) -> Iterator[Reads]:

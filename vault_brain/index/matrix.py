@@ -41,6 +41,10 @@ class VectorMatrix:
         self._load_lock = threading.Lock()
         self._snapshot: _Snapshot | None = None
 
+    def rows(self) -> int:
+        snap = self._snapshot
+        return 0 if snap is None or snap.matrix is None else len(snap.chunks)
+
     def _current(self, reads: Reads, model: str, tier: Tier) -> _Snapshot:
         key = (model, reads.vector_epoch(tier))
         snap = self._snapshot

@@ -485,10 +485,19 @@ class Reads:
         return [r[0] for r in self._all(f"SELECT n.rowid FROM notes n WHERE {where}", params)]
 
     def search_vectors(
-        self, model: str, vector: np.ndarray, filters: Filters, k: int, tier: Tier = INSTANT
+        self,
+        model: str,
+        vector: np.ndarray,
+        filters: Filters,
+        k: int,
+        tier: Tier = INSTANT,
+        *,
+        noise: bool = True,
     ) -> VectorHits:
-        """The k chunks nearest to `vector` among the tier's vectors of `model` (cosine)."""
-        if self._owner is not None:
+        """The k chunks nearest to `vector` among the tier's vectors of `model` (cosine),
+        with the query's noise level over every chunk unless the caller needs none (then a
+        one-shot process lets sqlite-vec answer and loads no vectors)."""
+        if self._owner is not None and (noise or not self._owner.one_shot):  # type: ignore[attr-defined]
             matrix = self._owner.matrix_of(tier)  # type: ignore[attr-defined]
             found = matrix.search(self, model, vector, filters, k, tier)
             if found is not None:

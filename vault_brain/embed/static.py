@@ -1,0 +1,127 @@
+"""A model2vec static model read straight from its folder: safetensors + tokenizer.json.
+
+model2vec's own import pulls in huggingface_hub, joblib and model cards (~0.45 s), and its
+load another ~0.15 s: most of a one-shot CLI search. A static model is a token table and a
+mean, so for the plain format (one `embeddings` tensor, no per-token weights or vocabulary
+mapping) this module does the same arithmetic with numpy and `tokenizers` alone, and gives
+the same vectors (tests/test_static_model.py compares it with model2vec). Any other format
+returns None from `load` and the caller uses model2vec.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+_DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64}
+DEFAULT_MAX_LENGTH = 512  # model2vec's default when the config names none
+TOKENS_PER_GATHER = 65_536  # rows gathered at once: 64 MB at 256 float32 dims
+
+
+def read_safetensors(path: Path) -> dict[str, np.ndarray]:
+    """Every tensor of a safetensors file (the format: a u64 header length, a JSON header
+    of dtype/shape/offsets, then the raw little-endian bytes)."""
+    data = path.read_bytes()
+    (size,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + size])
+    body = memoryview(data)[8 + size :]
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if info["dtype"] not in _DTYPES:
+            raise ValueError(f"{path.name}: tensor {name} has dtype {info['dtype']}")
+        start, end = info["data_offsets"]
+        array = np.frombuffer(body[start:end], dtype=_DTYPES[info["dtype"]])
+        out[name] = array.reshape(info["shape"])
+    return out
+
+
+@dataclass
+class StaticModelFile:
+    """The plain model2vec format, encoded as model2vec encodes it: tokens without special
+    tokens (unknown ones dropped), the text cut to max_length tokens (and first to
+    max_length × the median token length in characters), the mean of their rows."""
+
+    embedding: np.ndarray  # one row per token id, in the file's dtype
+    tokenizer: Any  # tokenizers.Tokenizer
+    unk_id: int | None
+    max_length: int | None
+    max_chars: int | None
+
+    @property
+    def dim(self) -> int:
+        return int(self.embedding.shape[1])
+
+    @classmethod
+    def load(cls, folder: Path) -> StaticModelFile | None:
+        """The model in `folder`, or None when it is not the plain format."""
+        weights, vocab_file = folder / "model.safetensors", folder / "tokenizer.json"
+        if not (weights.is_file() and vocab_file.is_file()):
+            return None
+        tensors = read_safetensors(weights)
+        if set(tensors) != {"embeddings"}:
+            return None  # per-token weights or a vocabulary mapping: model2vec's job
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(vocab_file))
+        vocab = tokenizer.get_vocab()
+        embedding = tensors["embeddings"]  # kept as stored (float16: half the memory)
+        if embedding.ndim != 2 or len(embedding) != len(vocab):
+            return None
+        config_file = folder / "config.json"
+        config = json.loads(config_file.read_text("utf-8")) if config_file.is_file() else {}
+        max_length = config.get("max_length", DEFAULT_MAX_LENGTH)
+        padding = tokenizer.padding
+        if padding is not None:  # never pad: a mean over padding would be wrong
+            tokenizer.enable_padding(
+                pad_id=padding["pad_id"],
+                pad_token=padding["pad_token"],
+                pad_type_id=padding["pad_type_id"],
+                length=0,
+            )
+        if max_length is None:
+            tokenizer.no_truncation()
+            max_chars = None
+        else:
+            tokenizer.enable_truncation(max_length)
+            max_chars = max_length * int(np.median([len(t) for t in vocab]))
+        return cls(embedding, tokenizer, _unk_id(tokenizer), max_length, max_chars)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """One float32 row per text (all zeros for a text with no known token)."""
+        if self.max_chars is not None:
+            texts = [t[: self.max_chars] for t in texts]
+        encodings = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
+        ids = [e.ids for e in encodings]
+        if self.unk_id is not None:
+            ids = [[i for i in row if i != self.unk_id] for row in ids]
+        out = np.zeros((len(ids), self.dim), dtype=np.float32)
+        by_length: dict[int, list[int]] = defaultdict(list)
+        for n, row in enumerate(ids):
+            if row:
+                by_length[len(row)].append(n)
+        for length, rows in by_length.items():  # equal lengths: one gather and one mean
+            step = max(1, TOKENS_PER_GATHER // length)  # bounded memory per gather
+            for at in range(0, len(rows), step):
+                part = rows[at : at + step]
+                matrix = np.array([ids[n] for n in part], dtype=np.int64)
+                # float16 widens to float32 exactly: the same sums model2vec makes.
+                out[part] = self.embedding[matrix].astype(np.float32).mean(axis=1)
+        return out
+
+
+def _unk_id(tokenizer: Any) -> int | None:
+    """The unknown token's id, dropped from every text as model2vec drops it."""
+    token = getattr(tokenizer.model, "unk_token", None)
+    if token is not None:
+        return tokenizer.token_to_id(token)
+    if hasattr(tokenizer.model, "unk_token"):
+        return None
+    return json.loads(tokenizer.to_str())["model"].get("unk_id")  # Unigram models
