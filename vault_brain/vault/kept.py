@@ -18,7 +18,7 @@ from pathlib import Path
 from vault_brain import log
 from vault_brain.errors import Forbidden, InvalidInput, Unavailable
 from vault_brain.vault.locks import state_dir
-from vault_brain.vault.paths import resolve_note_path, vault_relative
+from vault_brain.vault.paths import claim_free_name, resolve_note_path, vault_relative
 
 HISTORY_DIR = "history"
 KEEP_PER_NOTE = 20
@@ -60,15 +60,11 @@ def new_entry(root: Path, rel: str) -> Path:
     if os.path.commonpath([root_real, os.path.realpath(folder)]) != root_real:
         raise Forbidden("the vault's history folder leads outside the vault")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-    for n in range(1, 1000):
-        path = folder / (f"{stamp}.md" if n == 1 else f"{stamp}-{n}.md")
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-        except FileExistsError:
-            continue
-        os.close(fd)
-        return path
-    raise Unavailable("cannot name a history entry; try again")
+    names = (folder / (f"{stamp}.md" if n == 1 else f"{stamp}-{n}.md") for n in range(1, 1000))
+    path = claim_free_name(names)
+    if path is None:
+        raise Unavailable("cannot name a history entry; try again")
+    return path
 
 
 def prune_note(root: Path, rel: str, keep: int = KEEP_PER_NOTE) -> int:

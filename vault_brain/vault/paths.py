@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from vault_brain.errors import Forbidden, InvalidInput
@@ -172,3 +172,16 @@ def _inside(base: Path, path: Path) -> tuple[str, ...] | None:
         return path.relative_to(base).parts
     except ValueError:
         return None
+
+
+def claim_free_name(names: Iterable[Path]) -> Path | None:
+    """The first of `names` that did not exist, now created empty (O_EXCL: two writers,
+    in any processes, never claim the same one); None when every name is taken."""
+    for path in names:
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return path
+    return None

@@ -20,7 +20,7 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from pathlib import Path
 
@@ -30,6 +30,7 @@ from vault_brain.vault import kept
 from vault_brain.vault.locks import note_lock
 from vault_brain.vault.note import file_version
 from vault_brain.vault.paths import (
+    claim_free_name,
     name_key,
     resolve_folder_path,
     resolve_note_path,
@@ -90,10 +91,7 @@ def create_note_file(
     taken = {name_key(n) for n in _names_in(folder_path)}
     tmp = _write_temp(folder_path, data, None)
     try:
-        for n in range(1, _MAX_SUFFIX):
-            name = f"{stem}.md" if n == 1 else f"{stem} {n}.md"
-            if name_key(name) in taken:
-                continue
+        for name in _title_names(stem, taken):
             rel = f"{folder_rel}/{name}" if folder_rel != "." else name
             target = resolve_note_path(root, rel, allowed_folders=allowed_folders)
             if _place_new(tmp, target):
@@ -303,10 +301,7 @@ def rename_note_file(
     taken = {name_key(n) for n in _names_in(path.parent)}
     with note_lock(root, vault_relative(root, path)):
         _check_version(_read_current(path), expected_version)
-        for n in range(1, _MAX_SUFFIX):
-            name = f"{stem}.md" if n == 1 else f"{stem} {n}.md"
-            if name_key(name) in taken:
-                continue
+        for name in _title_names(stem, taken):
             new_rel = f"{folder_rel}/{name}" if folder_rel != "." else name
             target = resolve_note_path(root, new_rel, allowed_folders=allowed_folders)
             if _place_new(str(path), target):  # a link: the new name, or nothing
@@ -472,17 +467,24 @@ def _place_new(tmp: str, target: Path) -> bool:
     return True
 
 
+def _title_names(stem: str, taken: set[str]) -> Iterator[str]:
+    """ "Title.md", "Title 2.md", ... skipping names taken in any spelling (name_key)."""
+    for n in range(1, _MAX_SUFFIX):
+        name = f"{stem}.md" if n == 1 else f"{stem} {n}.md"
+        if name_key(name) not in taken:
+            yield name
+
+
 def _reserve_unique(folder: Path, stem: str, suffix: str) -> Path:
     """Claim a free name in `folder` with an empty placeholder (O_EXCL: no races)."""
-    for n in range(1, _MAX_SUFFIX):
-        candidate = folder / (f"{stem}{suffix}" if n == 1 else f"{stem} {n}{suffix}")
-        try:
-            fd = os.open(candidate, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-        except FileExistsError:
-            continue
-        os.close(fd)
-        return candidate
-    raise Conflict("too many trashed notes share this name")
+    names = (
+        folder / (f"{stem}{suffix}" if n == 1 else f"{stem} {n}{suffix}")
+        for n in range(1, _MAX_SUFFIX)
+    )
+    path = claim_free_name(names)
+    if path is None:
+        raise Conflict("too many trashed notes share this name")
+    return path
 
 
 def _move_onto_placeholder(src: Path, dest: Path) -> None:
