@@ -78,7 +78,7 @@ class EmbedSettings:
 class SearchSettings:
     mode: str = "hybrid"  # hybrid | fts | vector
     fusion: str = "convex"  # convex | rrf
-    vector_weight: float = 0.2
+    vector_weight: float = 0.4
     rrf_k: int = 60
     limit: int = 8
     min_score: float = 0.15  # hits scoring lower are not returned (calibrated scores)

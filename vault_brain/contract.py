@@ -4,7 +4,7 @@ limits every edge (MCP tools, CLI, config, Brain) enforces the same way."""
 from __future__ import annotations
 
 MODES = ("hybrid", "fts", "vector")
-FUSIONS = ("evidence", "evidence-mean", "convex", "rrf")
+FUSIONS = ("convex", "rrf")
 ERROR_CODES = ("INVALID_INPUT", "NOT_FOUND", "CONFLICT", "FORBIDDEN", "UNAVAILABLE", "INTERNAL")
 
 TITLE_MAX = 300  # characters

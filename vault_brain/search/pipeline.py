@@ -20,7 +20,7 @@ from vault_brain.index.text import query_terms
 from vault_brain.records import Hit
 from vault_brain.search.base import Arm, ArmResult, NoteHit, Request
 from vault_brain.search.calibration import text_evidence
-from vault_brain.search.fusion import CALIBRATED, FUSERS
+from vault_brain.search.fusion import FUSERS
 from vault_brain.search.snippets import make_snippet
 
 # Which arms each mode runs; a mode whose arms all step aside falls back to full text.
@@ -72,7 +72,7 @@ class SearchPipeline:
         live = [r for r in results if r.hits]
         if not live:
             return []
-        if len(live) == 1 and self.settings.fusion not in CALIBRATED:
+        if len(live) == 1:
             return list(live[0].hits)
         return FUSERS[self.settings.fusion](live, self.settings)
 
