@@ -219,3 +219,58 @@ def test_a_touch_moves_sort_time_as_a_rebuild_would(vault, brain, make_brain):
     assert report.updated == 0  # the same bytes: not re-parsed
     assert [n.path for n in brain.list().notes] == ["Old.md", "New.md"]
     assert brain.snapshot() == _fresh_snapshot(brain, make_brain)
+
+
+def test_resolving_many_link_keys_at_once_gives_what_one_at_a_time_gives(vault, brain):
+    """A first index resolves thousands of link keys in one pass over the notes; a small
+    change resolves a few with a query each. Both must follow the same rule."""
+    names = [
+        "Note.md",
+        "A/Note.md",
+        "A/B/Note.md",
+        "Longer folder/Note.md",
+        "B/Note.md",
+        "A/B/Other.md",
+        "X/A/B/Other.md",
+        "100%_done.md",
+        "Folder_x/100%_done.md",
+        "Café/Menü.md",
+        "Deep/er/still/Leaf.md",
+        "Leaf.md",
+    ]
+    for n, rel in enumerate(names):
+        aliases = f"aliases: [shared alias, alias {n}]\n" if n % 3 == 0 else ""
+        vault.write(rel, f"---\n{aliases}---\n# {rel}\n\nbody {n}\n")
+    vault.write("Links.md", "[[Note]] [[A/Note]] [[b/note]] [[Other]] [[a/b/other]]\n")
+    brain.sync()
+    keys = [
+        "note",
+        "a/note",
+        "b/note",
+        "a/b/note",
+        "other",
+        "a/b/other",
+        "x/a/b/other",
+        "b/other",
+        "100%_done",
+        "folder_x/100%_done",
+        "x/100%_done",
+        "café/menü",
+        "menü",
+        "leaf",
+        "still/leaf",
+        "er/still/leaf",
+        "deep/er/still/leaf",
+        "shared alias",
+        "alias 3",
+        "alias 4",
+        "missing",
+        "a/missing",
+        "/note",
+        "note/",
+        "",
+    ]
+    with brain.index.read() as reads:
+        at_once = reads.key_resolver()
+        assert [at_once(k) for k in keys] == [reads.resolve_key(k) for k in keys]
+        assert reads.resolve_key("b/note") is not None  # the rule is exercised, not all None
