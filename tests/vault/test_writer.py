@@ -18,7 +18,6 @@ from vault_brain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from vault_brain.vault.note import file_version
 from vault_brain.vault.paths import name_key, normalize_ref
 from vault_brain.vault.writer import (
-    atomic_write,
     clean_stale_temps,
     create_note_file,
     replace_note_file,
@@ -46,32 +45,11 @@ def all_files(root: Path) -> list[str]:
     )
 
 
-# --- atomic_write --------------------------------------------------------------------------
+# --- failures while replacing: the original stays, no temp file is left ------------------
 
 
-def test_atomic_write_replaces_the_content(vault: Path) -> None:
-    path = vault / "Projects" / "Alpha.md"
-    atomic_write(path, b"new")
-    assert path.read_bytes() == b"new"
-
-
-def test_atomic_write_leaves_no_temp_files(vault: Path) -> None:
-    atomic_write(vault / "Projects" / "Alpha.md", b"new")
-    atomic_write(vault / "Projects" / "Fresh.md", b"fresh")
-    assert all_files(vault) == ["Projects/Alpha.md", "Projects/Fresh.md"]
-
-
-def test_failed_rename_keeps_the_original_and_removes_the_temp(
-    vault: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def broken_replace(src: object, dst: object) -> None:
-        raise OSError("disk on fire")
-
-    monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(OSError):
-        atomic_write(vault / "Projects" / "Alpha.md", b"half-written")
-    assert (vault / "Projects" / "Alpha.md").read_bytes() == OLD
-    assert all_files(vault) == ["Projects/Alpha.md"]
+def replace_alpha(vault: Path, data: bytes) -> str:
+    return replace_note_file(vault, "Projects/Alpha.md", file_version(OLD), data)
 
 
 def test_failed_fsync_keeps_the_original_and_removes_the_temp(
@@ -82,31 +60,31 @@ def test_failed_fsync_keeps_the_original_and_removes_the_temp(
 
     monkeypatch.setattr(os, "fsync", broken_fsync)
     with pytest.raises(OSError):
-        atomic_write(vault / "Projects" / "Alpha.md", b"never synced")
+        replace_alpha(vault, b"never synced")
     assert (vault / "Projects" / "Alpha.md").read_bytes() == OLD
     assert all_files(vault) == ["Projects/Alpha.md"]
 
 
 def test_data_that_is_not_bytes_is_refused_before_anything_is_written(vault: Path) -> None:
     with pytest.raises(InvalidInput):
-        atomic_write(vault / "Projects" / "Alpha.md", "text, not bytes")  # type: ignore[arg-type]
+        replace_alpha(vault, "text, not bytes")  # type: ignore[arg-type]
     assert all_files(vault) == ["Projects/Alpha.md"]
     assert (vault / "Projects" / "Alpha.md").read_bytes() == OLD
 
 
-def test_atomic_write_keeps_the_original_permission_bits(vault: Path) -> None:
+def test_a_replace_keeps_the_original_permission_bits(vault: Path) -> None:
     path = vault / "Projects" / "Alpha.md"
     os.chmod(path, 0o640)
-    atomic_write(path, b"new")
+    replace_alpha(vault, b"new")
+    assert path.read_bytes() == b"new"
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
 
 
 def test_new_files_get_ordinary_permissions_not_private_temp_ones(vault: Path) -> None:
-    path = vault / "Fresh.md"
-    atomic_write(path, b"x")
+    rel = create_note_file(vault, None, "Fresh", b"x")
     umask = os.umask(0)
     os.umask(umask)
-    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+    assert stat.S_IMODE((vault / rel).stat().st_mode) == 0o666 & ~umask
 
 
 # --- create_note_file ----------------------------------------------------------------------

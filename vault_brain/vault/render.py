@@ -21,14 +21,13 @@ import yaml
 from vault_brain.errors import InvalidInput
 from vault_brain.vault.frontmatter import (
     LOAD_ERRORS,
-    OWNED_KEYS,
     canonical_key,
     line_ending,
     load_block,
     split_frontmatter,
 )
 
-__all__ = ["OWNED_KEYS", "format_timestamp", "normalize_tags", "render_new_note", "render_update"]
+__all__ = ["format_timestamp", "normalize_tags", "render_new_note", "render_update"]
 
 # Where our keys sit relative to each other; `created` is written once, never edited.
 _CANONICAL_ORDER = ("id", "title", "summary", "created", "updated", "tags")

@@ -50,22 +50,6 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so that readers see the old file or the new one, never half.
-
-    On any failure the temp file is removed and the original is untouched. The original's
-    permission bits are kept.
-    """
-    path = Path(path)
-    tmp = _write_temp(path.parent, data, _mode_of(path))
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        _discard(tmp)
-        raise
-    _fsync_dir(path.parent)
-
-
 def create_note_file(
     root: Path,
     folder: str | None,
