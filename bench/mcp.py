@@ -18,7 +18,7 @@ The server's own per-call `latency_ms` (its JSON log line per tool call) is read
 the gap to the client figure is the MCP/HTTP stack's share; for searches, `Brain.search`'s own
 `ms` (its `search` log line) splits the server's share once more.
 
-    .venv/bin/python -m bench.mcp [--duration 30] [--json-out f]
+    .venv/bin/python -m bench.mcp [--duration 30] [--instant-only] [--json-out f]
 
 Prints a Markdown table, then JSON, on stdout (progress goes to stderr).
 """
@@ -91,10 +91,15 @@ def cli() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "vault_brain"]
 
 
+# --instant-only: settings every process of the run gets (the strong tier off), so a run
+# compares with code that had only the instant model; empty = the shipped defaults.
+RUN_SETTINGS: dict[str, str] = {}
+
+
 def server_env(**extra: str) -> dict[str, str]:
     """The caller's environment minus any VAULT_BRAIN_* settings: defaults, bundled model."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_BRAIN_")}
-    return {**env, **extra}
+    return {**env, **RUN_SETTINGS, **extra}
 
 
 def build_index(vault: Path) -> dict[str, Any]:
@@ -570,7 +575,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--from-vault", default=None, help="an indexed vault to copy instead of unpack + index"
     )
+    parser.add_argument(
+        "--instant-only",
+        action="store_true",
+        help="the strong (e5) tier off: vectors of the instant static model only",
+    )
     args = parser.parse_args(argv)
+    if args.instant_only:
+        RUN_SETTINGS["VAULT_BRAIN_EMBED_STRONG"] = "none"
 
     archive = shared_dir() / "corpora" / "cpp-docs.tar.gz"
     if not args.from_vault and not archive.is_file():

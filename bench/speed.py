@@ -96,7 +96,8 @@ def one_run(
         vault=vault,
         env={},
         overrides={
-            "embed": {"provider": provider, "model": model},
+            # The instant tier only: the strong (e5) tier's speed is bench/embedders.py's.
+            "embed": {"provider": provider, "model": model, "strong": "none"},
             "index": {"path": str(index_dir / "index.db")},
         },
     )
