@@ -11,6 +11,7 @@ returns None from `load` and the caller uses model2vec.
 from __future__ import annotations
 
 import json
+import mmap
 import struct
 from collections import defaultdict
 from dataclasses import dataclass
@@ -21,13 +22,17 @@ import numpy as np
 
 _DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64}
 DEFAULT_MAX_LENGTH = 512  # model2vec's default when the config names none
+SMALL_BATCH = 16  # up to this many texts, rows are widened as gathered (no table)
 TOKENS_PER_GATHER = 65_536  # rows gathered at once: 64 MB at 256 float32 dims
 
 
 def read_safetensors(path: Path) -> dict[str, np.ndarray]:
     """Every tensor of a safetensors file (the format: a u64 header length, a JSON header
     of dtype/shape/offsets, then the raw little-endian bytes)."""
-    data = path.read_bytes()
+    with path.open("rb") as fh:  # mapped, not read: a query touches only its tokens' rows
+        data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    if len(data) < 8:
+        raise ValueError(f"{path.name}: too short for a safetensors file")
     (size,) = struct.unpack("<Q", data[:8])
     header = json.loads(data[8 : 8 + size])
     body = memoryview(data)[8 + size :]
@@ -49,15 +54,26 @@ class StaticModelFile:
     tokens (unknown ones dropped), the text cut to max_length tokens (and first to
     max_length × the median token length in characters), the mean of their rows."""
 
-    embedding: np.ndarray  # float32, one row per token id
+    stored: np.ndarray  # one row per token id, as the file stores it (mapped)
     tokenizer: Any  # tokenizers.Tokenizer
     unk_id: int | None
     max_length: int | None
     max_chars: int | None
+    _table: np.ndarray | None = None  # the float32 table, made for the first big batch
 
     @property
     def dim(self) -> int:
-        return int(self.embedding.shape[1])
+        return int(self.stored.shape[1])
+
+    def _rows(self, ids: np.ndarray, big: bool) -> np.ndarray:
+        """Rows for token ids as float32. A few texts (a query) widen only their rows;
+        a batch widens the whole table once (per row it cost 4 s of a 30k-chunk index).
+        float16 widens exactly, so both give model2vec's sums."""
+        if self._table is None and big:
+            self._table = self.stored.astype(np.float32)
+        if self._table is not None:
+            return self._table[ids]
+        return self.stored[ids].astype(np.float32)
 
     @classmethod
     def load(cls, folder: Path) -> StaticModelFile | None:
@@ -72,9 +88,7 @@ class StaticModelFile:
 
         tokenizer = Tokenizer.from_file(str(vocab_file))
         vocab = tokenizer.get_vocab()
-        # float32 once (15 MB more than the file's float16): widening every gathered row
-        # instead cost 4 s of a 30k-chunk index. float16 widens exactly: model2vec's sums.
-        embedding = tensors["embeddings"].astype(np.float32)
+        embedding = tensors["embeddings"]
         if embedding.ndim != 2 or len(embedding) != len(vocab):
             return None
         config_file = folder / "config.json"
@@ -105,6 +119,7 @@ class StaticModelFile:
         if self.unk_id is not None:
             ids = [[i for i in row if i != self.unk_id] for row in ids]
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
+        big = len(ids) > SMALL_BATCH
         by_length: dict[int, list[int]] = defaultdict(list)
         for n, row in enumerate(ids):
             if row:
@@ -114,7 +129,7 @@ class StaticModelFile:
             for at in range(0, len(rows), step):
                 part = rows[at : at + step]
                 matrix = np.array([ids[n] for n in part], dtype=np.int64)
-                out[part] = self.embedding[matrix].mean(axis=1)
+                out[part] = self._rows(matrix, big).mean(axis=1)
         return out
 
 

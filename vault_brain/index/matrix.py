@@ -71,10 +71,19 @@ class VectorMatrix:
             return snap
 
     def search(
-        self, reads: Reads, model: str, vector: np.ndarray, filters: Filters, k: int, tier: Tier
+        self,
+        reads: Reads,
+        model: str,
+        vector: np.ndarray,
+        filters: Filters,
+        k: int,
+        tier: Tier,
+        noise: bool = True,
     ) -> VectorHits | None:
         """Top k chunks by cosine (vectors are unit length: a dot product), with the noise
-        level of this query's cosines over the whole vault; None when the KNN must answer."""
+        level of this query's cosines over the whole vault (unless `noise` is False: two
+        medians over every chunk, skipped when the model's scale is known); None when the
+        KNN must answer."""
         snap = self._current(reads, model, tier)
         if snap.matrix is None:
             return None
@@ -83,7 +92,7 @@ class VectorMatrix:
         scores = snap.matrix @ np.asarray(vector, dtype=np.float32)
         # A zero vector (text the model has no tokens for) matches nothing.
         usable = scores != 0.0
-        median, spread = _noise(scores[usable])
+        median, spread = _noise(scores[usable]) if noise else (0.0, 0.0)
         count = int(usable.sum())
         if filters.active:
             usable &= np.isin(snap.notes, reads.filtered_note_rowids(filters))

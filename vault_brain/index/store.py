@@ -533,7 +533,7 @@ class Reads:
         one-shot process lets sqlite-vec answer and loads no vectors)."""
         if self._owner is not None and (noise or not self._owner.one_shot):  # type: ignore[attr-defined]
             matrix = self._owner.matrix_of(tier)  # type: ignore[attr-defined]
-            found = matrix.search(self, model, vector, filters, k, tier)
+            found = matrix.search(self, model, vector, filters, k, tier, noise)
             if found is not None:
                 return found
         return VectorHits(self.knn_vectors(vector, filters, k, tier), 0.0, 0.0)
