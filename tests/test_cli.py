@@ -364,3 +364,20 @@ def test_a_deleted_note_can_be_restored_from_its_history_by_path(vault):
     name = listed["versions"][0]["name"]
     assert run("restore", "Gone.md", name, "--vault", str(vault.root), env=env).returncode == 0
     assert "first words" in vault.read("Gone.md")
+
+
+def test_search_says_nothing_relevant_and_min_score_zero_shows_the_weak_matches(small_vault):
+    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+    vault = str(small_vault.root)
+    # "tea" matches a note, "zebra" none: a weak match the default cut-off hides.
+    weak = "zebra giraffe tea"
+    r = run("search", weak, "--vault", vault, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("nothing relevant (1 weak match"), r.stdout
+    r = run("search", weak, "--vault", vault, "--min-score", "0", "--json", env=env)
+    found = json.loads(r.stdout)
+    assert found["results"] and "nothing_relevant" not in found
+    cut = json.loads(run("search", weak, "--vault", vault, "--json", env=env).stdout)
+    assert cut["results"] == [] and cut["nothing_relevant"] is True
+    r = run("search", weak, "--vault", vault, "--min-score", "1.5", env=env)
+    assert r.returncode == 2 and "min-score" in r.stderr.lower()

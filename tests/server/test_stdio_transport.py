@@ -183,3 +183,21 @@ def test_a_vault_config_that_would_send_notes_away_stops_the_server_saying_why(t
     assert raw.proc.wait(timeout=30) == 2
     assert raw.finish() == b""  # nothing on the protocol stream
     assert "embed.base_url" in raw.stderr() and "vault-brain trust" in raw.stderr()
+
+
+def test_a_question_the_vault_cannot_answer_gets_nothing_relevant_over_stdio(tmp_path):
+    vault = write_vault(tmp_path / "vault")
+    client = stdio_client_for(vault, tmp_path)
+    try:
+        client.wait_indexed()
+        empty = client.ok("memory_search", {"query": "qwertyuiop zxcvbnm"})
+        assert empty["results"] == [] and empty["nothing_relevant"] is True
+        real = client.ok("memory_search", {"query": "release"})
+        assert real["results"] and "nothing_relevant" not in real
+        assert all(0.0 < r["score"] <= 1.0 for r in real["results"])
+        everything = client.ok("memory_search", {"query": "release", "min_score": 0})
+        assert len(everything["results"]) >= len(real["results"])
+        bad = client.call("memory_search", {"query": "release", "min_score": 2})
+        assert bad.is_error and bad.data["code"] == "INVALID_INPUT"
+    finally:
+        client.close()
