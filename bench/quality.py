@@ -305,8 +305,13 @@ def run_fts_only(
             start = time.perf_counter()
             report = brain.sync()
             synced = time.perf_counter()
-            ranked, _ = run_queries(brain, queries, "fts", bs.hit_id)
+            hit_scores: list = []
+            ranked, _ = run_queries(brain, queries, "fts", bs.hit_id, hit_scores)
             searched = time.perf_counter()
+            # Full text alone is also what a hybrid search answers while vectors are not
+            # built yet: its cut-off must hold on its own.
+            tops = offtopic_tops(brain, bs.language, mode="fts")
+            cutoffs = cutoff_counts(ranked, hit_scores, bs.qrels, queries, tops)
             languages = note_languages(brain)
             swept = {}
             for section, key, value in sweep:
@@ -327,6 +332,7 @@ def run_fts_only(
         "search_ms_mean": round(1000 * (searched - synced) / max(1, len(queries)), 2),
         "note_languages": languages,
         "fts": score(ranked, bs, queries),
+        "cutoffs": cutoffs,
         "sweep": swept,
         "per_query_ndcg@10": [
             round(ndcg_at_k(r, bs.qrels[qid], K), 4)
@@ -377,7 +383,22 @@ def fts_only_markdown(sets: dict[str, dict]) -> str:
                 [f"mean {kind}", "", "", ""]
                 + [sum(sets[n]["fts"][m] for n in names) / len(names) for m in METRICS]
             )
-    return markdown_table(["set", "notes", "queries", "index s", *METRICS], rows)
+    table = markdown_table(["set", "notes", "queries", "index s", *METRICS], rows)
+    cut_rows = [
+        [name]
+        + [
+            f"-{c['relevant_dropped']}/{c['relevant_kept'] + c['relevant_dropped']}, "
+            f"off {c['offtopic_answered']}/{c['offtopic']}"
+            for c in r["cutoffs"].values()
+        ]
+        for name, r in sets.items()
+    ]
+    first = next(iter(sets.values()))["cutoffs"] if sets else {}
+    cuts = markdown_table(["set", *(f"cut {t}" for t in first)], cut_rows)
+    return (
+        table + "\n\n**Cut-off, full text alone**: judged-relevant top-10 hits dropped, "
+        "off-topic questions still answered\n\n" + cuts
+    )
 
 
 def sweep_summary(sets: dict[str, dict]) -> dict:

@@ -4,6 +4,9 @@ hit, while a real question keeps its answers (issue 10)."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from tests.conftest import shared_path
@@ -16,6 +19,7 @@ NOTES = {
     "Notes/Tea.md": "# Green tea\n\nSteep the leaves at 80 degrees for two minutes.\n",
     "Notes/Ferry.md": "# Ferry\n\nThe harbour ferry leaves at eight from the north pier.\n",
 }
+REPO = Path(__file__).resolve().parents[1]
 NONSENSE = ["xyzzyplugh frobnicate", "qwertyuiop zxcvbnm", "blorptastic wumbleflux"]
 
 
@@ -77,3 +81,17 @@ def test_cut_off_with_the_strong_tier_keeps_answers_and_drops_the_rest(vault, ma
         "who won the 1998 world cup",
     ]:
         assert brain.search(query).hits == [], query
+
+
+def test_nonsense_returns_nothing_with_the_instant_tier_alone(vault, make_brain):
+    """Until the strong tier covers a vault (minutes to hours), the instant static model
+    answers: its cosines run high for any text (a made-up word's pieces still land near
+    real notes: "xyzzyplugh frobnicate" scored 0.49 on sample_vault's Home), so only
+    cosines near the top of real answers count as evidence."""
+    shutil.copytree(REPO / "sample_vault", vault.root, dirs_exist_ok=True)
+    brain = make_brain(embed={"provider": "local", "strong": "none"})
+    for query in [*NONSENSE, "asdfghjkl lkjhgfdsa"]:
+        result = brain.search(query)
+        assert result.hits == [] and not result.degraded, (query, result.hits[:1])
+    found = brain.search("how do we deploy to production").hits
+    assert found and found[0].path == "How-to/Deploy to production.md"

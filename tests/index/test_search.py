@@ -90,7 +90,9 @@ def test_vector_search_finds_paraphrase(vault, make_brain):
         vault.write(rel, text)
     brain = make_brain(embed={"provider": "local"})
     assert brain.status().vectors > 0
-    result = brain.search("restore the database from an archive", mode="vector")
+    # The instant model ranks the paraphrase first, at a cosine (~0.7) under what it may
+    # claim as evidence (tests/test_relevance.py): the ranking is what this test is about.
+    result = brain.search("restore the database from an archive", mode="vector", min_score=0)
     assert not result.degraded
     assert result.hits[0].path == "How-to/Backup.md"
     hybrid = brain.search("postgres backup")
