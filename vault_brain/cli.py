@@ -296,9 +296,11 @@ def search(
         typer.echo(f"(full text only: {result.reason})", err=True)
     if not result.hits:
         if result.below_cutoff:
+            n = result.below_cutoff
+            cut = settings.search.min_score if min_score is None else min_score
             typer.echo(
-                f"nothing relevant ({result.below_cutoff} weak matches under the "
-                f"min_score of {settings.search.min_score if min_score is None else min_score})"
+                f"nothing relevant ({n} weak match{'' if n == 1 else 'es'} under the "
+                f"min_score of {cut})"
             )
         else:
             typer.echo("no matches")

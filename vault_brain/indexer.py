@@ -422,16 +422,17 @@ class Indexer:
             )
         return written
 
-    def strong_pending(self) -> int:
-        """Chunks waiting for the strong tier (0 when there is none)."""
+    def strong_coverage(self) -> tuple[int, int]:
+        """(chunks the strong tier has embedded, all chunks); (0, 0) with no strong tier.
+        Vectors of another strong model count as none."""
         if self.strong is None:
-            return 0
+            return 0, 0
         with self.index.read() as r:
             counts = r.counts()
             held = r.vectors_model(TIERS["strong"])
         if held is None or held[0] != self.strong.name:
-            return counts.chunks
-        return counts.chunks - counts.strong_vectors
+            return 0, counts.chunks
+        return counts.strong_vectors, counts.chunks
 
     def _embed_tier(
         self,

@@ -175,8 +175,8 @@ class Brain:
             below = len(found.hits) - len(hits)
         strong = None
         if self.strong is not None and found.vector_tier != "strong" and mode != "fts":
-            st = self._strong_coverage()
-            strong = Indexing(st[0], st[1]) if st[1] else None
+            done, total = self.indexer.strong_coverage()
+            strong = Indexing(done, total) if total else None
         return SearchResult(
             hits,
             mode,
@@ -187,12 +187,6 @@ class Brain:
             strong=strong,
             below_cutoff=below,
         )
-
-    def _strong_coverage(self) -> tuple[int, int]:
-        """(chunks the strong tier has embedded, all chunks)."""
-        with self.index.read() as r:
-            counts = r.counts()
-        return counts.chunks - self.indexer.strong_pending(), counts.chunks
 
     # -- reading -----------------------------------------------------------------------
 
@@ -347,6 +341,7 @@ class Brain:
             "summary": self.indexer.recorded_error("summary") if self.summarizer else None,
         }
         latest = max((e for e in errors.values() if e), default=None)
+        strong_done, strong_total = self.indexer.strong_coverage()
         return Status(
             vault=str(self.root),
             index_path=str(self.index_path),
@@ -366,8 +361,8 @@ class Brain:
             summary_model=self.summarizer.name if self.summarizer else None,
             indexing=self.indexer.indexing(),
             strong_model=self.strong.name if self.strong else None,
-            strong_vectors=c.chunks - self.indexer.strong_pending() if self.strong else 0,
-            strong_pending=self.indexer.strong_pending() if self.strong else 0,
+            strong_vectors=strong_done,
+            strong_pending=strong_total - strong_done,
             strong_error=errors_strong[1] if (errors_strong := self._strong_error()) else None,
         )
 

@@ -88,12 +88,11 @@ class VectorMatrix:
         if snap.matrix is None:
             return None
         if len(snap.chunks) == 0:
-            return VectorHits([], 0.0, 0.0, 0)
+            return VectorHits([], 0.0, 0.0)
         scores = snap.matrix @ np.asarray(vector, dtype=np.float32)
         # A zero vector (text the model has no tokens for) matches nothing.
         usable = scores != 0.0
         median, spread = _noise(scores[usable]) if noise else (0.0, 0.0)
-        count = int(usable.sum())
         if filters.active:
             usable &= np.isin(snap.notes, reads.filtered_note_rowids(filters))
         scores = np.where(usable, scores, -np.inf)
@@ -105,7 +104,7 @@ class VectorMatrix:
             for i in top
             if np.isfinite(scores[i])
         ]
-        return VectorHits(hits, median, spread, count)
+        return VectorHits(hits, median, spread)
 
 
 def _noise(scores: np.ndarray) -> tuple[float, float]:

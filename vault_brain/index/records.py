@@ -133,7 +133,6 @@ class VectorHits:
     hits: list[ChunkHit]
     median: float
     spread: float  # a robust standard deviation (1.4826 · MAD) of all cosines
-    count: int = 0  # how many chunk cosines the median and spread describe
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,6 @@ class ArmResult:
     name: str  # "fts" | "vector"
     hits: list[NoteHit]  # best first, one per note
     degraded: str | None = None  # why the arm could not answer; None when it did
-    noise: tuple[float, float] | None = None  # vector arm: (median, spread) of all cosines
     tier: str | None = None  # vector arm: which embedding tier answered
     # Per note in [0, 1] (search/calibration.py): the vector arm's calibrated evidence, the
     # full-text arm's coverage (made evidence once it is known whether vectors decide).

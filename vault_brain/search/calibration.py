@@ -14,10 +14,10 @@ evidence mapped onto [0, 1] against what "no relation" looks like, so a cut-off 
 - Vectors: a cosine means something only for a model whose range was measured: for e5
   (the strong tier) a query's cosine with an unrelated note stays under 0.845 (off-topic
   and nonsense questions in four languages), while the best note of a real question
-  scores 0.85-0.95; such a model declares `cosine_scale = (floor, span)`. For any other
-  model the cosine is measured against the query's own noise (the median and robust
-  spread of its cosines over every chunk): the best of N unrelated chunks lies about
-  sqrt(2 ln N) spreads above the median, and only hits beyond that count.
+  scores 0.85-0.95; such a model declares `cosine_scale = (floor, span)` (the instant
+  static model declares one too, measured less widely). For any other model the cosine
+  is measured against the query's own noise (the median and robust spread of its cosines
+  over every chunk): evidence starts one spread above the median.
 
 The constants are chosen by measurement (bench/quality.py's cut-off tables,
 docs/benchmarks.md).
@@ -33,10 +33,10 @@ from collections.abc import Sequence
 RANK_SHADE = 0.5
 TEXT_FLOOR = 0.5
 TEXT_FLOOR_ALONE = 0.05
-# Vectors: evidence rises from 0 at the noise ceiling (sqrt(2 ln N) spreads above the
-# median) to 1 at VECTOR_SPAN spreads beyond it.
+# Vectors of a model with no scale: evidence rises from 0 at VECTOR_START spreads above
+# the median of the query's cosines to 1 at VECTOR_SPAN spreads beyond that.
+VECTOR_START = 1.0
 VECTOR_SPAN = 4.0
-VECTOR_OFFSET = 0.0  # spreads added to the noise ceiling
 
 
 def idf_weights(notes: int, counts: Sequence[int]) -> list[float]:
@@ -61,17 +61,8 @@ def text_evidence(coverage: float, *, vectors_decide: bool) -> float:
     return max(0.0, min(1.0, (coverage - floor) / (1.0 - floor)))
 
 
-def noise_ceiling(chunks: int) -> float:
-    """How many spreads above the median the best of `chunks` unrelated cosines lies."""
-    return math.sqrt(2.0 * math.log(max(chunks, 2)))
-
-
 def vector_evidence(
-    cosine: float,
-    median: float,
-    spread: float,
-    chunks: int,
-    scale: tuple[float, float] | None = None,
+    cosine: float, median: float, spread: float, scale: tuple[float, float] | None = None
 ) -> float:
     """A hit's vector evidence in [0, 1]: on the model's measured cosine `scale` (floor,
     span) when it has one, else against the query's noise (0 without noise stats: a vault
@@ -82,7 +73,4 @@ def vector_evidence(
     if spread <= 1e-9:
         return 0.0
     z = (cosine - median) / spread
-    # Unmeasured models are trusted only loosely either way: from one spread above the
-    # median (the noise ceiling of a small vault is itself noise).
-    start = min(noise_ceiling(chunks), 1.0) + VECTOR_OFFSET
-    return max(0.0, min(1.0, (z - start) / VECTOR_SPAN))
+    return max(0.0, min(1.0, (z - VECTOR_START) / VECTOR_SPAN))

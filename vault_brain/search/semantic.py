@@ -85,13 +85,11 @@ class VectorArm:
         )
         hits = collapse(found.hits)
         evidence = {
-            h.note_rowid: vector_evidence(h.score, found.median, found.spread, found.count, scale)
-            for h in hits
+            h.note_rowid: vector_evidence(h.score, found.median, found.spread, scale) for h in hits
         }
         return ArmResult(
             self.name,
             hits,
-            noise=(found.median, found.spread),
             tier=tier_name,
             evidence=evidence,
             calibrated=bool(getattr(embedder, "cosine_scale_measured", False)),
