@@ -282,6 +282,49 @@ def test_a_script_without_a_main_guard_can_sync_a_big_vault(vault, tmp_path):
     assert marker.read_text().splitlines() == ["ran"]  # no worker ran the script again
 
 
+CHATTY_SITECUSTOMIZE = textwrap.dedent(
+    """
+    import threading
+
+    def chatter():
+        while True:
+            print("a library says hello on stdout", flush=True)
+            threading.Event().wait(0.01)
+
+    threading.Thread(target=chatter, daemon=True).start()  # in every process started
+    """
+)
+
+
+def test_a_library_printing_on_stdout_in_a_parse_worker_corrupts_nothing(vault, tmp_path):
+    fill(vault.root, 450)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(CHATTY_SITECUSTOMIZE, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "vault_brain", "index", "--vault", str(vault.root), "--json"],
+        env={**os.environ, "VAULT_BRAIN_EMBED_PROVIDER": "none", "PYTHONPATH": f"{site}:{REPO}"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "parse_workers_failed" not in done.stderr  # the workers did the parsing
+    assert "a library says hello" in done.stderr  # ... and their chatter went to stderr
+    assert '"added": 450' in done.stdout
+
+
+def test_stray_bytes_on_a_worker_pipe_are_a_worker_error_not_a_crash():
+    import io
+    import pickle
+
+    from vault_brain.index import workers
+
+    stray = io.BytesIO(b"hello world, not a length-prefixed pickle at all")
+    with pytest.raises(pickle.UnpicklingError):
+        workers._receive(stray)
+
+
 def _workers() -> list[int]:
     found = []
     for entry in os.listdir("/proc"):

@@ -21,6 +21,7 @@ from typing import IO, Any
 _HEADER = struct.Struct("<Q")
 CHUNK = 32  # files per message: small enough that a pipe never fills with requests
 IN_FLIGHT = 2  # messages queued per worker, so none waits for the next one
+MAX_MESSAGE = 1 << 34  # a length beyond this is stray output on the pipe, not a message
 
 
 def _send(stream: IO[bytes], obj: Any) -> None:
@@ -34,6 +35,8 @@ def _receive(stream: IO[bytes]) -> Any:
     if len(head) < _HEADER.size:
         raise EOFError
     (size,) = _HEADER.unpack(head)
+    if size > MAX_MESSAGE:
+        raise pickle.UnpicklingError(f"message of {size} bytes: not our protocol")
     data = stream.read(size)
     if len(data) < size:
         raise EOFError
@@ -111,7 +114,11 @@ def _serve() -> None:
     from vault_brain.index.prepare import prepare
 
     log.set_quiet(True)
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    stdin = sys.stdin.buffer
+    # The protocol gets its own copy of stdout; fd 1 becomes stderr, so a stray print in
+    # any library can never corrupt a message.
+    stdout = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
     try:
         settings, summarize = _receive(stdin)
         while True:
