@@ -778,8 +778,15 @@ class Writes(Reads):
     def redirect_moved(self, note_id: str, content_hash: str) -> None:
         """A note just added with the bytes of one removed lately was moved: its old id
         (a derived id changes with the path) now leads here. Redirects are a convenience
-        for ids models kept; a full rebuild may drop them."""
-        self._run(f"DELETE FROM gone_notes WHERE at < {NOW_SQL} - 86400")
+        for ids models kept; a full rebuild may drop them.
+
+        Reads first, and writes only when there is something to expire or match: a DELETE
+        opens a statement savepoint, and a savepoint makes FTS5 flush its pending rows, so
+        one per note cut a cold index into a segment per note (2.2 s of 15 on cpp-docs)."""
+        if self._one("SELECT 1 FROM gone_notes LIMIT 1") is None:
+            return
+        if self._one(f"SELECT 1 FROM gone_notes WHERE at < {NOW_SQL} - 86400 LIMIT 1"):
+            self._run(f"DELETE FROM gone_notes WHERE at < {NOW_SQL} - 86400")
         row = self._one(
             "SELECT rowid, id FROM gone_notes WHERE content_hash = ? ORDER BY at DESC LIMIT 1",
             (content_hash,),
