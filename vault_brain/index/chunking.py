@@ -19,6 +19,7 @@ import re
 import tempfile
 import threading
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -26,6 +27,7 @@ import numpy as np
 
 from vault_brain.errors import InvalidInput
 from vault_brain.log import event, warn
+from vault_brain.vault.blocks import Heading, scan
 
 _CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
 
@@ -179,53 +181,24 @@ def _clean(text: str) -> str:
 
 # ------------------------------------------------------------------------------ sections
 
-# Matched against "\n" + body: the literal "\n" prefix lets the regex engine skip ahead fast.
-_LINE = re.compile(
-    r"\n(?: {0,3}(?P<hashes>#{1,6})(?=[ \t\r\n]|$)(?P<htext>[^\n]*)"
-    r"|[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*))"
-)
 
-
-def _heading_text(raw: str) -> str:
-    """A heading's text without closing '#'s (after a space, or all of it) and the spaces
-    around, in one pass (the regex `(?:^|[ \\t]+)#+$` was quadratic on long space runs)."""
-    text = raw.strip()
-    head = text.rstrip("#")
-    if head != text and (not head or head[-1] in " \t"):
-        return head.strip()
-    return text
-
-
-def _sections(title: str, body: str) -> list[tuple[int, tuple[str, ...]]]:
+def _sections(
+    title: str, body: str, headings: Sequence[Heading]
+) -> list[tuple[int, tuple[str, ...]]]:
     """(start offset, heading path) of each section; the first starts at 0."""
     sections: list[tuple[int, tuple[str, ...]]] = [(0, (title,))]
     stack: list[tuple[int, str]] = []  # (level, text); "" for the title's own H1
-    fence: tuple[str, int] | None = None
     folded_title = title.strip().casefold()
-    for m in _LINE.finditer("\n" + body):
-        marker = m.group("fence")
-        if marker is not None:
-            info = m.group("info")
-            if fence is None:
-                if not (marker[0] == "`" and "`" in info):  # ```x``` is inline code
-                    fence = (marker[0], len(marker))
-            elif marker[0] == fence[0] and len(marker) >= fence[1] and not info.strip():
-                fence = None
-            continue
-        if fence is not None:
-            continue
-        level = len(m.group("hashes"))
-        text = _heading_text(m.group("htext"))
-        while stack and stack[-1][0] >= level:
+    for h in headings:
+        while stack and stack[-1][0] >= h.level:
             stack.pop()
-        is_title = level == 1 and text.casefold() == folded_title
-        stack.append((level, "" if is_title else text))
+        is_title = h.level == 1 and h.text.casefold() == folded_title
+        stack.append((h.level, "" if is_title else h.text))
         path = (title, *(t for _, t in stack if t))
-        start = m.start()
-        if len(sections) == 1 and not body[:start].strip():
+        if len(sections) == 1 and not body[: h.start].strip():
             sections[0] = (0, path)  # nothing but blank lines before the first heading
         else:
-            sections.append((start, path))
+            sections.append((h.start, path))
     return sections
 
 
@@ -306,12 +279,19 @@ def _slack(tokens: int) -> int:
 
 
 def chunk_note(
-    title: str, body: str, max_tokens: int = 400, overlap: int = 48, min_tokens: int = 64
+    title: str,
+    body: str,
+    max_tokens: int = 400,
+    overlap: int = 48,
+    min_tokens: int = 64,
+    headings: Sequence[Heading] | None = None,
 ) -> list[Chunk]:
     """Cut a note into chunks for FTS and embeddings; a short note is one chunk.
 
     Every note yields at least one chunk (an empty body gives one holding the title), so
-    every note is findable by title. The result depends only on the arguments.
+    every note is findable by title. The result depends only on the arguments. `headings`
+    are the body's (`Note.headings`, from the parse's own scan); without them the body is
+    scanned here.
     """
     if max_tokens < 1 or not 0 <= overlap < max_tokens or min_tokens < 0:
         raise InvalidInput(
@@ -321,12 +301,15 @@ def chunk_note(
             min_tokens=min_tokens,
         )
     title = _clean(title)
-    body = _clean(body)
+    cleaned = _clean(body)
+    if headings is None or cleaned is not body:
+        headings = scan(cleaned).headings
+    body = cleaned
     if not body.strip():
         return [Chunk(0, title, title, count_tokens(title))]
 
     encoder = _encoder()
-    sections = _sections(title, body)
+    sections = _sections(title, body, headings)
     paths = [path for _, path in sections]
     ends = [start for start, _ in sections[1:]] + [len(body)]
     ids = [encoder.encode(body[start:end]) for (start, _), end in zip(sections, ends, strict=True)]

@@ -67,7 +67,9 @@ def build_rows(
     tag_text = " ".join(note.tags)
     heading_paths: list[str] = []
     chunks = []
-    for ch in chunk_note(note.title, note.body, c.max_tokens, c.overlap, c.min_tokens):
+    for ch in chunk_note(
+        note.title, note.body, c.max_tokens, c.overlap, c.min_tokens, note.headings
+    ):
         headings = _strip_title(ch.heading_path, note.title)
         heading_paths.append(headings)
         chunks.append(

@@ -19,16 +19,9 @@ from typing import Any
 import yaml
 
 from vault_brain.errors import VaultBrainError
+from vault_brain.vault.blocks import Blocks, Heading, code_spans, fenced_lines, mask_code, scan
 from vault_brain.vault.frontmatter import LOAD_ERRORS, load_block, split_frontmatter
-from vault_brain.vault.links import (
-    Link,
-    code_spans,
-    extract_links,
-    extract_tags,
-    fenced_lines,
-    mask_code,
-    normalize_tag,
-)
+from vault_brain.vault.links import Link, extract_links, extract_tags, normalize_tag
 
 __all__ = [
     "Link",
@@ -64,6 +57,7 @@ class Note:
     content_hash: str  # 32 hex chars of blake2b(file bytes)
     frontmatter_ok: bool  # False when frontmatter was malformed (note indexed from its text)
     warnings: tuple[str, ...]
+    headings: tuple[Heading, ...] = ()  # ATX headings of the body outside code (for chunking)
 
 
 def file_version(raw: bytes) -> str:
@@ -107,15 +101,16 @@ def parse_note(path: str, raw: bytes) -> Note:
 
     warnings: list[str] = []
     meta, body, frontmatter_ok = _split_frontmatter(text, warnings)
-    masked = mask_code(body)
+    blocks = scan(body)  # one scan of fences and headings, read by everything below
+    masked = mask_code(body, blocks)
     inline_tags = extract_tags(body, masked)
 
     return Note(
         path=path,
         id=_note_id(meta, path, warnings),
-        title=_title(meta, body, path),
+        title=_title(meta, blocks, path),
         summary=_plain_string(meta.get("summary")),
-        lead=extract_lead(body),
+        lead=extract_lead(body, blocks=blocks),
         created=_timestamp(meta, ("created", "date"), warnings),
         updated=_timestamp(meta, ("updated", "modified"), warnings),
         tags=tuple(sorted(set(_frontmatter_tags(meta)) | set(inline_tags))),
@@ -126,6 +121,7 @@ def parse_note(path: str, raw: bytes) -> Note:
         content_hash=content_hash(raw),
         frontmatter_ok=frontmatter_ok,
         warnings=tuple(warnings),
+        headings=blocks.headings,
     )
 
 
@@ -276,32 +272,17 @@ def _to_datetime(value: Any) -> datetime | None:
 
 # --- title and lead ----------------------------------------------------------------------
 
-_ATX_H1 = re.compile(r"^ {0,3}#[ \t]+")
 TITLE_CHARS = 1000  # a heading longer than this is not a title (and costs no more to read)
 _ATX_ANY = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
 
 
-def heading_text(rest: str) -> str:
-    """An ATX heading's text after the '#'s: without the optional closing '#'s (which must
-    follow a space) and the spaces around, in one pass (a regex here was quadratic)."""
-    text = rest.rstrip(" \t")
-    head = text.rstrip("#")
-    if head != text and head.rstrip(" \t") and head[-1] in " \t":
-        return head.rstrip(" \t")
-    return text
-
-
-def _title(meta: dict[str, Any], body: str, path: str) -> str:
+def _title(meta: dict[str, Any], blocks: Blocks, path: str) -> str:
     title = _scalar_text(meta.get("title"))
     if title:
         return title
-    lines = body.split("\n")
-    for line, fenced in zip(lines, fenced_lines(lines), strict=True):
-        if fenced or not line.lstrip(" ").startswith("#"):
-            continue
-        m = _ATX_H1.match(line)
-        if m:
-            heading = plain_inline(heading_text(line[m.end() :])[:TITLE_CHARS])
+    for h in blocks.headings:
+        if h.level == 1:
+            heading = plain_inline(h.text[:TITLE_CHARS])
             if heading:
                 return heading
     stem = path.rsplit("/", 1)[-1]
@@ -370,7 +351,7 @@ def plain_inline(text: str) -> str:
     return _SPACES.sub(" ", text).strip()
 
 
-def extract_lead(body: str, limit: int = LEAD_CHARS) -> str:
+def extract_lead(body: str, limit: int = LEAD_CHARS, blocks: Blocks | None = None) -> str:
     """The opening prose of a body as plain text, cut to `limit` chars at a boundary.
 
     Headings, code, tables, embeds, comments and markup are left out, so the lead
@@ -378,10 +359,11 @@ def extract_lead(body: str, limit: int = LEAD_CHARS) -> str:
     """
     if "<!--" in body or "%%" in body:
         body = _COMMENTS.sub(lambda m: "\n" * m.group(0).count("\n"), body)
+        blocks = None  # the comments are gone: what is code is scanned anew
     lines = body.split("\n")
     parts: list[str] = []
     length = 0
-    for line, fenced in zip(lines, fenced_lines(lines), strict=True):
+    for line, fenced in zip(lines, fenced_lines(lines, blocks), strict=True):
         if fenced:
             continue
         text = _lead_line(line)
