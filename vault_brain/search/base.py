@@ -22,6 +22,8 @@ class Request:
     query: str
     filters: Filters
     depth: int  # candidate chunks each arm retrieves
+    # Work an arm began before the others ran (Arm.begin), by arm name: its own to read.
+    begun: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,9 @@ class ArmResult:
 
 
 class Arm(Protocol):
+    """A retrieval arm. It may also have `begin(reads, request)`: called before any arm of
+    the search retrieves, to start slow work (a query embedding) that overlaps the others."""
+
     name: str
 
     def retrieve(self, reads: Reads, request: Request) -> ArmResult: ...

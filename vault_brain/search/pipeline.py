@@ -48,7 +48,13 @@ class SearchPipeline:
         depth = max(limit * 5, 50) * 3  # candidate chunks per arm
         request = Request(query, filters, depth)
         with self.index.read() as reads:
-            results = [self.arms[name].retrieve(reads, request) for name in MODE_ARMS[mode]]
+            arms = [self.arms[name] for name in MODE_ARMS[mode]]
+            if len(arms) > 1:
+                for arm in arms:
+                    begin = getattr(arm, "begin", None)
+                    if begin is not None:
+                        begin(reads, request)
+            results = [arm.retrieve(reads, request) for arm in arms]
             reasons = [r.degraded for r in results if r.degraded]
             answered = [r for r in results if not r.degraded]
             if not answered:  # vector mode with no usable vectors: full text instead

@@ -4,8 +4,9 @@ vectors not built yet or of another model, or an endpoint that is failing or slo
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vault_brain.embed.base import Embedder, embed_queries
@@ -28,6 +29,14 @@ ENDPOINT_ERRORS = (Unavailable, OSError, ValueError, RuntimeError)
 STRONG_TAKEOVER = 0.99
 
 
+@dataclass(frozen=True)
+class _Ready:
+    tier: str  # "instant" | "strong"
+    embedder: Embedder
+    backoff: object  # indexer.Backoff of the tier
+    dim: int  # of the vectors the tier's table holds
+
+
 class VectorArm:
     name = "vector"
 
@@ -43,7 +52,7 @@ class VectorArm:
         self.backoff = backoff  # indexer.Backoff shared with the vector queue
         self.strong = strong
         self.strong_backoff = strong_backoff
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-embed")
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embed")
 
     def tier(self, reads: Reads) -> tuple[str, Embedder | None, object]:
         """Which tier answers now: the strong one when it covers the vault, else instant."""
@@ -55,33 +64,53 @@ class VectorArm:
                     return "strong", self.strong, self.strong_backoff
         return "instant", self.embedder, self.backoff
 
-    def retrieve(self, reads: Reads, request: Request) -> ArmResult:
+    def _ready(self, reads: Reads) -> _Ready | str:
+        """The tier that answers now and what it needs, or why the arm steps aside."""
         tier_name, embedder, backoff = self.tier(reads)
         if embedder is None:
-            return self._aside("no embedding provider configured")
-        tier = TIERS[tier_name]
-        held = reads.vectors_model(tier)
+            return "no embedding provider configured"
+        held = reads.vectors_model(TIERS[tier_name])
         if held is None or held[0] != embedder.name:
-            return self._aside("vectors are not built yet")
-        self_backoff = backoff
-        if self_backoff.waiting():  # type: ignore[attr-defined]
+            return "vectors are not built yet"
+        if backoff.waiting():  # type: ignore[attr-defined]
             # The vector queue saw the endpoint fail: no search waits on it meanwhile.
-            return self._aside("embedding endpoint unavailable; retrying in the background")
+            return "embedding endpoint unavailable; retrying in the background"
+        return _Ready(tier_name, embedder, backoff, held[1])
+
+    def begin(self, reads: Reads, request: Request) -> None:
+        """Embed the query in the background while the full-text arm runs (hybrid): a
+        transformer's query embedding (e5: ~4 ms) then costs no wall time of its own. The
+        model releases the GIL while it computes, as SQLite does while it ranks."""
+        ready = self._ready(reads)
+        if isinstance(ready, _Ready):
+            future = self._pool.submit(embed_queries, ready.embedder, [request.query])
+            request.begun[self.name] = (ready, future)
+
+    def retrieve(self, reads: Reads, request: Request) -> ArmResult:
+        ready, future = request.begun.get(self.name) or (self._ready(reads), None)
+        if isinstance(ready, str):
+            return self._aside(ready)
+        embedder = ready.embedder
         try:
-            vector = self._embed(embedder, request.query)
+            vector = self._embed(embedder, request.query, future)
         except FutureTimeout:
-            self_backoff.failed()  # type: ignore[attr-defined]
+            ready.backoff.failed()  # type: ignore[attr-defined]
             return self._aside("embedding endpoint too slow; full text only")
         except ENDPOINT_ERRORS as exc:
-            self_backoff.failed()  # type: ignore[attr-defined]
+            ready.backoff.failed()  # type: ignore[attr-defined]
             return self._aside(f"embedding failed: {exc}"[:200])
-        if len(vector) != held[1]:
+        if len(vector) != ready.dim:
             return self._aside("embedding dimension changed; vectors are being rebuilt")
         if not vector.any():
             return ArmResult(self.name, [])  # the model knows none of the query's words
         scale = getattr(embedder, "cosine_scale", None)
         found = reads.search_vectors(
-            embedder.name, vector, request.filters, request.depth, tier, noise=scale is None
+            embedder.name,
+            vector,
+            request.filters,
+            request.depth,
+            TIERS[ready.tier],
+            noise=scale is None,
         )
         hits = collapse(found.hits)
         evidence = {
@@ -90,16 +119,19 @@ class VectorArm:
         return ArmResult(
             self.name,
             hits,
-            tier=tier_name,
+            tier=ready.tier,
             evidence=evidence,
             calibrated=bool(getattr(embedder, "cosine_scale_measured", False)),
         )
 
-    def _embed(self, embedder: Embedder, query: str) -> np.ndarray:
-        if not getattr(embedder, "remote", False):
-            return embed_queries(embedder, [query])[0]
-        future = self._pool.submit(embed_queries, embedder, [query])
-        return future.result(timeout=QUERY_DEADLINE_SECONDS)[0]
+    def _embed(self, embedder: Embedder, query: str, future: Future | None) -> np.ndarray:
+        """The query's vector: begun already, or now (a remote endpoint gets a deadline)."""
+        remote = getattr(embedder, "remote", False)
+        if future is None:
+            if not remote:
+                return embed_queries(embedder, [query])[0]
+            future = self._pool.submit(embed_queries, embedder, [query])
+        return future.result(timeout=QUERY_DEADLINE_SECONDS if remote else None)[0]
 
     def _aside(self, reason: str) -> ArmResult:
         return ArmResult(self.name, [], degraded=reason)
