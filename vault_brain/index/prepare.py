@@ -105,8 +105,8 @@ class Prepared:
     stat: FileStat
     # "index" | "same" (bytes unchanged) | "gone" | "unreadable" (I/O) | "invalid" (not UTF-8)
     kind: str
-    note: Note | None = None
-    rows: tuple[NoteRow, list[ChunkRow], list[LinkRow]] | None = None
+    note: Note | None = None  # without body, links and headings: the rows hold them
+    rows: tuple[NoteRow, list[ChunkRow], list[LinkRow]] | None = None  # the note's text is here
     reason: str = ""
 
 
@@ -130,4 +130,6 @@ def prepare(
         return Prepared(stat, "invalid", reason=str(exc))
     # The frontmatter block is at the top: its `lang:` needs no second YAML parse.
     lang = frontmatter_language(raw[:8192].decode("utf-8", "ignore"))
-    return Prepared(stat, "index", note, build_rows(note, stat, settings, summarize, lang))
+    rows = build_rows(note, stat, settings, summarize, lang)
+    # The rows hold the text now; the note travels (from a parse worker) without it.
+    return Prepared(stat, "index", replace(note, body="", links=(), headings=()), rows)
