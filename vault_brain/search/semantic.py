@@ -59,8 +59,7 @@ class VectorArm:
         if self.strong is not None and not self.strong_backoff.waiting():  # type: ignore[union-attr]
             held = reads.vectors_model(TIERS["strong"])
             if held is not None and held[0] == self.strong.name:
-                counts = reads.counts()
-                if counts.chunks and counts.strong_vectors >= STRONG_TAKEOVER * counts.chunks:
+                if reads.strong_covers(STRONG_TAKEOVER):
                     return "strong", self.strong, self.strong_backoff
         return "instant", self.embedder, self.backoff
 
