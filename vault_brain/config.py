@@ -371,17 +371,6 @@ def vault_config_path(vault: str | Path) -> Path:
     return Path(vault).expanduser().resolve() / INDEX_DIR / CONFIG_NAME
 
 
-def find_config(vault: str | None, explicit: str | None) -> Path | None:
-    """--config wins; else <vault>/.vault-brain/config.toml when it exists."""
-    if explicit:
-        return Path(explicit).expanduser()
-    if vault:
-        candidate = Path(vault).expanduser() / INDEX_DIR / CONFIG_NAME
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 # ---- what a vault's own config may set ----
 
 # Whole sections that only change how the vault is read, chunked, searched and watched.

@@ -1,11 +1,10 @@
-"""The public contract's constants, defined once: search modes, fusions, error codes and the
+"""The public contract's constants, defined once: search modes, fusions and the
 limits every edge (MCP tools, CLI, config, Brain) enforces the same way."""
 
 from __future__ import annotations
 
 MODES = ("hybrid", "fts", "vector")
 FUSIONS = ("convex", "rrf")
-ERROR_CODES = ("INVALID_INPUT", "NOT_FOUND", "CONFLICT", "FORBIDDEN", "UNAVAILABLE", "INTERNAL")
 
 TITLE_MAX = 300  # characters
 SUMMARY_MAX = 1_000

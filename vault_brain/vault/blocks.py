@@ -39,10 +39,6 @@ class Blocks:
     fenced: tuple[tuple[int, int], ...]  # (start, end) offsets of fenced code, fences included
     headings: tuple[Heading, ...]  # ATX headings outside fenced code, in order
 
-    def in_code(self, offset: int) -> bool:
-        i = bisect.bisect_right(self.fenced, (offset, 1 << 62)) - 1
-        return i >= 0 and self.fenced[i][0] <= offset < self.fenced[i][1]
-
 
 def scan(body: str) -> Blocks:
     """Fenced code blocks and headings of a body. An unclosed fence runs to the end of the
