@@ -348,14 +348,29 @@ def check_disk(vault: Path, acks: list[tuple[str, str, str]]) -> dict[str, Any]:
         )
     holders: Counter = Counter(w for _, words in files.values() for w in words)
     lost = [
-        word
+        (note_id, path, word)
         for note_id, path, word in acks
         if path not in files or files[path][0] != note_id or word not in files[path][1]
     ]
     acked = {word for _, _, word in acks}
+    where: dict[str, list[str]] = {}
+    for path, (_, words) in files.items():
+        for w in words:
+            where.setdefault(w, []).append(path)
     return {
         "files": len(files),
         "lost": len(lost),
+        # What a lost save looks like: its reply, and what the disk holds instead.
+        "lost_sample": [
+            {
+                "ack_id": note_id,
+                "ack_path": path,
+                "word": word,
+                "file_id": files[path][0] if path in files else None,
+                "word_found_in": where.get(word, []),
+            }
+            for note_id, path, word in lost[:5]
+        ],
         "doubled": sum(1 for word in acked if holders[word] > 1),
         "unacknowledged_files": sum(1 for _, words in files.values() if not words & acked),
         "duplicate_ids": len(acks) - len({note_id for note_id, _, _ in acks}),

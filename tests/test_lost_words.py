@@ -112,3 +112,51 @@ def test_save_on_a_full_index_disk_lands_once_and_says_the_index_is_pending(
     os.unlink(filler)
     brain.sync()
     assert brain.search("tent stove", mode="fts").hits[0].path == saved.path
+
+
+def test_concurrent_saves_with_a_live_watcher_each_reply_names_its_own_file(vault, make_brain):
+    """8 threads save unique notes through one Brain while its watcher indexes their file
+    events (the MCP server's shape): every reply's id and path are the file's, and the
+    index lists each note once. A bounded race, counted."""
+    import re
+    import threading
+
+    brain = make_brain()
+    brain.indexer.start()
+    writers, per_writer = 8, 40
+    replies: list[tuple[str, str, str]] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def write(n: int) -> None:
+        for i in range(per_writer):
+            word = f"vbrace{n}x{i}"
+            try:
+                saved = brain.save(f"Race {n} {i}", f"Unique words {word} here.", folder="race")
+            except BaseException as exc:  # noqa: BLE001 - counted below
+                errors.append(exc)
+                continue
+            with lock:
+                replies.append((saved.id, saved.path, word))
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert brain.indexer.wait_idle(30)
+    wrong = []
+    for note_id, path, word in replies:
+        text = (vault.root / path).read_text(encoding="utf-8")
+        found = re.search(r"^id:\s*(\S+)\s*$", text, re.MULTILINE)
+        if found is None or found.group(1) != note_id or word not in text:
+            wrong.append((note_id, path, word))
+    listed, cursor = [], None
+    while True:
+        page = brain.list(folder="race", limit=50, cursor=cursor)
+        listed += [n.id for n in page.notes]
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert (errors, wrong) == ([], []), f"{len(wrong)} of {len(replies)} replies name another file"
+    assert sorted(listed) == sorted(i for i, _, _ in replies)
