@@ -317,3 +317,9 @@ def test_text_languages_are_normalised_and_unknown_ones_refused(tmp_path):
     with pytest.raises(ConfigError) as err:
         load_settings(vault=str(tmp_path), env={}, overrides={"text": {"languages": ["xx"]}})
     assert "text.languages" in str(err.value)
+
+
+@pytest.mark.parametrize("value", ["5", "50000"])
+def test_search_candidates_out_of_range_is_refused(tmp_path, value):
+    with pytest.raises(ConfigError, match="search.candidates"):
+        load_settings(vault=str(tmp_path), env={"VAULT_BRAIN_SEARCH_CANDIDATES": value})

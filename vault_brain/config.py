@@ -33,6 +33,7 @@ from vault_brain.errors import ConfigError
 
 INDEX_DIR = ".vault-brain"
 CONFIG_NAME = "config.toml"
+CANDIDATES_MIN, CANDIDATES_MAX = 10, 5_000  # search.candidates: chunks per arm
 USER_DIR_NAME = "vault-brain"  # under $XDG_CONFIG_HOME, ~/.config, or %APPDATA%
 TRUST_NAME = "trusted.json"
 REMOTE_PROVIDERS = ("ollama", "openai")
@@ -82,6 +83,7 @@ class SearchSettings:
     rrf_k: int = 60
     limit: int = 8
     min_score: float = 0.15  # hits scoring lower are not returned (calibrated scores)
+    candidates: int = 150  # chunks each arm retrieves for fusion (at least 15 per hit asked)
 
 
 @dataclass
@@ -323,6 +325,8 @@ def _validate(s: Settings, problems: list[str]) -> None:
         problems.append("text.note_weight: must be between 0 and 1")
     if not 0.0 <= s.search.vector_weight <= 1.0:
         problems.append("search.vector_weight: must be between 0 and 1")
+    if not CANDIDATES_MIN <= s.search.candidates <= CANDIDATES_MAX:
+        problems.append(f"search.candidates: must be between {CANDIDATES_MIN} and {CANDIDATES_MAX}")
     if not 0 < s.server.port < 65536:
         problems.append(f"server.port: {s.server.port} is not a TCP port")
     if s.embed.provider in ("ollama", "openai") and not s.embed.base_url:

@@ -45,7 +45,7 @@ class SearchPipeline:
         self, query: str, *, mode: str, limit: int, filters: Filters, explain: bool = False
     ) -> Found:
         started = time.perf_counter()
-        depth = max(limit * 5, 50) * 3  # candidate chunks per arm
+        depth = max(self.settings.candidates, limit * 15)  # candidate chunks per arm
         request = Request(query, filters, depth)
         with self.index.read() as reads:
             arms = [self.arms[name] for name in MODE_ARMS[mode]]
