@@ -4,7 +4,9 @@ save or an update used to lose text or touch the wrong note."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+import threading
 import uuid
 from pathlib import Path
 
@@ -118,9 +120,6 @@ def test_concurrent_saves_with_a_live_watcher_each_reply_names_its_own_file(vaul
     """8 threads save unique notes through one Brain while its watcher indexes their file
     events (the MCP server's shape): every reply's id and path are the file's, and the
     index lists each note once. A bounded race, counted."""
-    import re
-    import threading
-
     brain = make_brain()
     brain.indexer.start()
     writers, per_writer = 8, 40

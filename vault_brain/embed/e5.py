@@ -171,7 +171,8 @@ class E5Embedder:
             if h.hidden != DIMENSION or h.max_positions < self.max_tokens:
                 raise WeightsError(f"{path}: hidden {h.hidden}, {h.max_positions} positions")
             tokenizer = E5Tokenizer(weights.vocab, weights.normalisation)
-            cached = self._cached_graph(path)
+            kept = self._graph_name(path) if self._cache is not None else None
+            cached = self._cache.find(kept) if self._cache is not None and kept else None
             graph = None if cached is not None else encoder_graph(weights, self.precision)
             word_blocks = weights.q4("emb.word", h.vocab_rows, h.hidden)
         except WeightsError as exc:
@@ -201,7 +202,8 @@ class E5Embedder:
                 raise Unavailable(f"cannot read the e5 weights: {exc}") from exc
             except Exception as exc:  # onnxruntime raises its own classes for a graph it refuses
                 raise Unavailable(f"onnxruntime cannot run the e5 graph: {exc}") from exc
-            self._keep_graph(path, graph)
+            if self._cache is not None and kept:
+                self._cache.keep(kept, graph, replaces=f"{GRAPH_PREFIX}*.onnx")
         event(
             "embed_model_loaded",
             model=self.name,
@@ -224,15 +226,6 @@ class E5Embedder:
             f"{weights.resolve()}|{st.st_size}|{st.st_mtime_ns}|{self.precision}|".encode() + code
         ).hexdigest()[:16]
         return f"{GRAPH_PREFIX}{key}.onnx"
-
-    def _cached_graph(self, weights: Path) -> Path | None:
-        name = self._graph_name(weights) if self._cache is not None else None
-        return self._cache.find(name) if name is not None else None  # type: ignore[union-attr]
-
-    def _keep_graph(self, weights: Path, graph: bytes) -> None:
-        name = self._graph_name(weights) if self._cache is not None else None
-        if name is not None:
-            self._cache.keep(name, graph, replaces=f"{GRAPH_PREFIX}*.onnx")  # type: ignore[union-attr]
 
     # --- embedding ----------------------------------------------------------------------------
 

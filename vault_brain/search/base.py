@@ -40,7 +40,8 @@ class ArmResult:
 
 class Arm(Protocol):
     """A retrieval arm. It may also have `begin(reads, request)`: called before any arm of
-    the search retrieves, to start slow work (a query embedding) that overlaps the others."""
+    the search retrieves, to start waiting work (a remote query embedding) that overlaps
+    the others."""
 
     name: str
 

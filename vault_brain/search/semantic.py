@@ -52,7 +52,7 @@ class VectorArm:
         self.backoff = backoff  # indexer.Backoff shared with the vector queue
         self.strong = strong
         self.strong_backoff = strong_backoff
-        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embed")
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-embed")
 
     def tier(self, reads: Reads) -> tuple[str, Embedder | None, object]:
         """Which tier answers now: the strong one when it covers the vault, else instant."""
@@ -129,13 +129,13 @@ class VectorArm:
         )
 
     def _embed(self, embedder: Embedder, query: str, future: Future | None) -> np.ndarray:
-        """The query's vector: begun already, or now (a remote endpoint gets a deadline)."""
-        remote = getattr(embedder, "remote", False)
+        """The query's vector: in this thread, or from a remote endpoint (begun already or
+        asked now) within a deadline."""
         if future is None:
-            if not remote:
+            if not getattr(embedder, "remote", False):
                 return embed_queries(embedder, [query])[0]
             future = self._pool.submit(embed_queries, embedder, [query])
-        return future.result(timeout=QUERY_DEADLINE_SECONDS if remote else None)[0]
+        return future.result(timeout=QUERY_DEADLINE_SECONDS)[0]
 
     def _aside(self, reason: str) -> ArmResult:
         return ArmResult(self.name, [], degraded=reason)
