@@ -332,7 +332,8 @@ async def write_until(server: HttpServer, n: int, nonce: str, deadline: float) -
     return out
 
 
-_ID_LINE = re.compile(r"^id:\s*(\S+)\s*$", re.MULTILINE)
+# YAML may quote an id (`id: '0xbb2fc7'` is how an id that reads as a number is written).
+_ID_LINE = re.compile(r"""^id:\s*(['"]?)(\S+?)\1\s*$""", re.MULTILINE)
 _WORD = re.compile(r"\bvbm[0-9a-z]+\b")
 
 
@@ -343,7 +344,7 @@ def check_disk(vault: Path, acks: list[tuple[str, str, str]]) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
         found = _ID_LINE.search(text)
         files[path.relative_to(vault).as_posix()] = (
-            found.group(1) if found else None,
+            found.group(2) if found else None,
             set(_WORD.findall(text)),
         )
     holders: Counter = Counter(w for _, words in files.values() for w in words)

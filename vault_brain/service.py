@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import difflib
 import json
-import secrets as _random
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
@@ -45,7 +44,7 @@ from vault_brain.search.semantic import VectorArm
 from vault_brain.summarize import make_summarizer
 from vault_brain.vault import history, writer
 from vault_brain.vault.history import Version
-from vault_brain.vault.note import UnreadableNote, file_version, parse_note
+from vault_brain.vault.note import UnreadableNote, file_version, new_id, parse_note
 from vault_brain.vault.paths import normalize_ref, resolve_folder_path
 from vault_brain.vault.reading import read_note_bytes
 from vault_brain.vault.render import render_new_note, render_update
@@ -523,10 +522,9 @@ class Brain:
         )
 
     def _new_id(self) -> str:
-        alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
         with self.index.read() as r:
             while True:
-                note_id = "".join(_random.choice(alphabet) for _ in range(8))
+                note_id = new_id()
                 if r.note_by_id(note_id) is None:
                     return note_id
 

@@ -7,6 +7,7 @@ import re
 import unicodedata
 
 import pytest
+import yaml
 
 from vault_brain.errors import VaultBrainError
 from vault_brain.vault.note import (
@@ -15,6 +16,7 @@ from vault_brain.vault.note import (
     derived_id,
     extract_lead,
     file_version,
+    new_id,
     parse_note,
 )
 
@@ -95,6 +97,16 @@ def test_unusable_id_falls_back_to_derived_id(value):
 
 def test_derived_id_is_eight_base36_chars():
     assert re.fullmatch(r"[0-9a-z]{8}", derived_id("Projects/Alpha.md"))
+
+
+def test_a_new_id_is_never_a_number_to_yaml():
+    """A new note's id is read back from its frontmatter as the same bare string: YAML
+    takes `12345678` or `0xbb2fc7` for numbers, so such an id was written quoted (and the
+    MCP bench's check counted that save as lost)."""
+    for _ in range(2000):
+        note_id = new_id()
+        assert re.fullmatch(r"[a-z][0-9a-z]{7}", note_id)
+        assert yaml.safe_load(f"id: {note_id}") == {"id": note_id}
 
 
 def test_derived_id_never_changes():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
+import secrets
 import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -30,6 +31,7 @@ __all__ = [
     "derived_id",
     "extract_lead",
     "file_version",
+    "new_id",
     "parse_note",
 ]
 
@@ -70,6 +72,13 @@ def content_hash(raw: bytes) -> str:
 
 
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def new_id() -> str:
+    """8 random base36 chars for a new note's frontmatter, the first a letter. YAML reads
+    ids such as `12345678` or `0xbb2fc7` as numbers, so they were written quoted (one save
+    in ~25,000), and a client may send such an id as a JSON number."""
+    return secrets.choice(_BASE36[10:]) + "".join(secrets.choice(_BASE36) for _ in range(7))
 
 
 def derived_id(path: str) -> str:
