@@ -344,6 +344,26 @@ def test_a_same_title_save_beside_a_decomposed_name_gets_a_number(vault: Path) -
     assert names == {"Alpha.md", "Café.md", "Café 2.md"}
 
 
+@pytest.mark.parametrize(
+    "existing",
+    ["alpha beta.md", "ALPHA BETA.MD", " Alpha Beta.md", "\\Alpha Beta.md", "Alpha Beta.md "],
+)
+def test_a_name_taken_in_any_spelling_blocks_among_many_others(vault: Path, existing: str) -> None:
+    """Only names that start like the title are keyed in full (speed); the spellings
+    name_key folds together still block, in a folder of many unrelated notes."""
+    folder = vault / "Projects"
+    for i in range(300):
+        (folder / f"Unrelated {i}.md").write_bytes(b"x")
+    (folder / unicodedata.normalize("NFD", "Zoë Alpha Beta.md")).write_bytes(b"x")
+    (folder / existing).write_bytes(b"the person's note")
+    assert name_key(existing) == name_key("Alpha Beta.md")
+    assert create_note_file(vault, "Projects", "Alpha Beta", b"new") == "Projects/Alpha Beta 2.md"
+    assert (folder / existing).read_bytes() == b"the person's note"
+    assert create_note_file(vault, "Projects", "Zoë Alpha Beta", b"z") == (
+        "Projects/Zoë Alpha Beta 2.md"
+    )
+
+
 def test_a_same_title_save_beside_another_case_gets_a_number(vault: Path) -> None:
     assert create_note_file(vault, "Projects", "ALPHA", b"x") == "Projects/ALPHA 2.md"
     assert (vault / "Projects" / "Alpha.md").read_bytes() == OLD
