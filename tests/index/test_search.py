@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vault_brain.config import SearchSettings
 from vault_brain.errors import InvalidInput
 from vault_brain.search.base import ArmResult, NoteHit
 from vault_brain.search.fusion import fuse_convex, fuse_rrf
-from vault_brain.search.snippets import make_snippet
+from vault_brain.search.snippets import _MARKUP, _drop_comments, make_snippet, plain_text
 
 NOTES = {
     "How-to/Deploy.md": "---\ntags: [ops]\n---\n# Deploy to production\n\n"
@@ -136,3 +140,20 @@ def test_snippet_centres_on_the_query_term():
     text = "intro " * 100 + "the pgBackRest retention policy keeps 14 days " + "tail " * 100
     snippet = make_snippet(text, ["pgbackrest"], 240)
     assert "pgBackRest" in snippet and len(snippet) <= 240
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=" \t\n\u00a0\u2003*_`~>|ab#-1.[]()!<", max_size=80))
+def test_plain_text_folds_marks_and_whitespace_into_single_spaces(text):
+    """Every run of emphasis marks and whitespace is one space, none at the ends, and a
+    pattern skipped for want of its literal changes nothing: what every pattern run in
+    turn, then `[*_`~>|]+` and `\\s+` as two regex passes, gave."""
+    before = plain_text_without_tail_folding(text)
+    expected = re.sub(r"\s+", " ", re.sub(r"[*_`~>|]+", " ", before)).strip()
+    assert plain_text(text) == expected
+
+
+def plain_text_without_tail_folding(text: str) -> str:
+    for pattern, repl, _ in _MARKUP:
+        text = _drop_comments(text, repl) if pattern is None else pattern.sub(repl, text)
+    return text

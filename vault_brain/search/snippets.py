@@ -10,19 +10,20 @@ from collections.abc import Sequence
 # bracket classes exclude '[', link targets allow one level of parentheses, per-line
 # patterns never run past a line end, and comments are cut by str.find.
 _PARENS = r"\((?:[^()]|\([^()]*\))*\)"
-_MARKUP = [
-    (re.compile(r"```.*?```", re.S), " "),
-    (re.compile(r"!\[\[[^\[\]]*\]\]"), " "),
-    (re.compile(r"\[\[([^\[\]|#]*)(?:#[^\[\]|]*)?\|([^\[\]]*)\]\]"), r"\2"),
-    (re.compile(r"\[\[([^\[\]|#]*)(?:#([^\[\]|]*))?\]\]"), r"\1"),
-    (re.compile(r"!\[[^\[\]]*\]" + _PARENS), " "),
-    (re.compile(r"\[([^\[\]]*)\]" + _PARENS), r"\1"),
-    (None, " "),  # <!-- comments -->
-    (re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+", re.M), ""),
-    (re.compile(r"^[ \t]*+(?:[-*+]|\d++[.)])[ \t]++(?:\[[ xX]\][ \t]+)?", re.M), ""),
-    (re.compile(r"[*_`~>|]+"), " "),
-    (re.compile(r"\s+"), " "),
+_MARKUP = [  # (pattern, replacement, a literal the pattern cannot match without)
+    (re.compile(r"```.*?```", re.S), " ", "```"),
+    (re.compile(r"!\[\[[^\[\]]*\]\]"), " ", "![["),
+    (re.compile(r"\[\[([^\[\]|#]*)(?:#[^\[\]|]*)?\|([^\[\]]*)\]\]"), r"\2", "[["),
+    (re.compile(r"\[\[([^\[\]|#]*)(?:#([^\[\]|]*))?\]\]"), r"\1", "[["),
+    (re.compile(r"!\[[^\[\]]*\]" + _PARENS), " ", "!["),
+    (re.compile(r"\[([^\[\]]*)\]" + _PARENS), r"\1", "]("),
+    (None, " ", "<!--"),  # comments
+    (re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+", re.M), "", "#"),
+    (re.compile(r"^[ \t]*+(?:[-*+]|\d++[.)])[ \t]++(?:\[[ xX]\][ \t]+)?", re.M), "", ""),
 ]
+# Then every run of emphasis marks and whitespace becomes one space: a translate and a
+# split (14 µs a chunk) where two regex passes took 38 µs, a third of a snippet.
+_MARKS_TO_SPACES = str.maketrans(dict.fromkeys("*_`~>|", " "))
 
 
 def _drop_comments(text: str, repl: str) -> str:
@@ -40,9 +41,11 @@ def _drop_comments(text: str, repl: str) -> str:
 
 def plain_text(markdown: str) -> str:
     text = markdown
-    for pattern, repl in _MARKUP:
+    for pattern, repl, literal in _MARKUP:
+        if literal not in text:  # most chunks have no links, fences or headings
+            continue
         text = _drop_comments(text, repl) if pattern is None else pattern.sub(repl, text)
-    return text.strip()
+    return " ".join(text.translate(_MARKS_TO_SPACES).split())
 
 
 def make_snippet(text: str, terms: Sequence[str], max_chars: int = 240) -> str:
