@@ -87,3 +87,29 @@ def test_readers_in_other_connections_never_see_locked(vault, make_brain):
     for t in readers:
         t.join()
     assert errors == []
+
+
+def test_a_value_remembered_on_a_reader_is_recomputed_after_any_commit(tmp_path):
+    """Reads.per_version: kept on a reader connection until this process or another one
+    commits to the index, never longer."""
+    index = db.SqliteIndex(tmp_path / "index.db", readers=1)
+    other = db.SqliteIndex(tmp_path / "index.db")  # another process's connections
+    computed = []
+
+    def remembered() -> str | None:
+        with index.read() as reads:
+            return reads.per_version("k", lambda: computed.append(1) or reads.get_meta("k"))
+
+    try:
+        assert [remembered(), remembered()] == [None, None] and len(computed) == 1
+        with index.transaction() as w:
+            w.set_meta("k", "mine")
+        assert [remembered(), remembered()] == ["mine", "mine"] and len(computed) == 2
+        with other.transaction() as w:
+            w.set_meta("k", "theirs")
+        assert remembered() == "theirs" and len(computed) == 3
+        with index.transaction() as w:  # the write connection itself never remembers
+            assert [w.per_version("k", lambda: "fresh") for _ in range(2)] == ["fresh"] * 2
+    finally:
+        other.close()
+        index.close()

@@ -224,6 +224,7 @@ class ReaderPool:
         self._open = opener
         self._size = max(1, size)
         self._idle: list[Connection] = []
+        self._memos: dict[int, dict] = {}  # per live connection: Reads.per_version's values
         self._count = 0
         self._cond = threading.Condition()
         self._closed = False
@@ -232,6 +233,10 @@ class ReaderPool:
     def opened(self) -> int:
         """Connections that exist right now (idle or lent out)."""
         return self._count
+
+    def memo(self, conn: Connection) -> dict:
+        """The values remembered on this connection (dropped with it)."""
+        return self._memos.setdefault(id(conn), {})
 
     @contextmanager
     def connection(self) -> Iterator[Connection]:
@@ -275,6 +280,7 @@ class ReaderPool:
         self._discard(conn)
 
     def _discard(self, conn: Connection) -> None:
+        self._memos.pop(id(conn), None)
         try:
             conn.close()
         except Exception:  # noqa: BLE001 - closing is best effort
@@ -329,7 +335,7 @@ class SqliteIndex:
             try:
                 conn.execute("BEGIN")
                 try:
-                    yield Reads(conn, self)
+                    yield Reads(conn, self, self._pool.memo(conn))
                 finally:
                     if conn.in_transaction:
                         conn.execute("COMMIT")

@@ -11,7 +11,7 @@ import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from vault_brain.index.records import (
     ChunkHit,
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 Connection = object  # a DB-API connection of the binding index/db.py picked
+T = TypeVar("T")
 
 VECTOR_TABLE = "chunk_vectors"  # the instant tier's table (kept for tests and tools)
 
@@ -131,9 +132,26 @@ def link_keys(path_key: str, aliases: Iterable[str]) -> set[str]:
 class Reads:
     """Queries that only read. Safe on any connection from the reader pool."""
 
-    def __init__(self, conn: Connection, owner: object | None = None) -> None:
+    def __init__(
+        self, conn: Connection, owner: object | None = None, memo: dict | None = None
+    ) -> None:
         self.conn = conn
         self._owner = owner  # the SqliteIndex, whose in-memory vector matrix is shared
+        self._memo = memo  # a reader connection's remembered values (per_version)
+
+    def per_version(self, name: str, compute: Callable[[], T]) -> T:
+        """compute(), remembered on a reader connection until any connection commits to
+        the index (PRAGMA data_version moves then; inside a read it is the snapshot's).
+        Never remembered on the write connection: its own commits do not move it."""
+        if self._memo is None:
+            return compute()
+        version = self._one("PRAGMA data_version")[0]  # type: ignore[index]
+        kept = self._memo.get(name)
+        if kept is not None and kept[0] == version:
+            return kept[1]
+        value = compute()
+        self._memo[name] = (version, value)
+        return value
 
     def _one(self, sql: str, params: Sequence[object] = ()) -> tuple | None:
         return self.conn.execute(sql, params).fetchone()  # type: ignore[attr-defined]
@@ -274,6 +292,9 @@ class Reads:
         )
         return [_info(r) for r in rows]
 
+    def note_count(self) -> int:
+        return self._one("SELECT count(*) FROM notes")[0]  # type: ignore[index]
+
     def has_notes(self) -> bool:
         return self._one("SELECT 1 FROM notes LIMIT 1") is not None
 
@@ -408,6 +429,27 @@ class Reads:
         )
         return [ChunkHit(r[0], r[1], -r[2]) for r in rows]
 
+    def search_text_within(
+        self, query: TextQuery, note_rowids: Sequence[int], limit: int
+    ) -> list[ChunkHit]:
+        """The chunks of these notes ranked by bm25 (the same scores as search_text's):
+        bm25 is computed for their chunks only, 1.1 ms a query on cpp-docs where ranking
+        every matching chunk took 3.8 (means over 200 title and heading queries)."""
+        if not query or not note_rowids:
+            return []
+        w = FTS_WEIGHTS
+        marks = ",".join("?" * len(note_rowids))
+        rows = self._all(
+            f"""SELECT f.rowid, c.note_rowid, f.s FROM (
+                    SELECT rowid, bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}) AS s
+                    FROM chunks_fts WHERE chunks_fts MATCH ? AND +rowid IN
+                        (SELECT rowid FROM chunks WHERE note_rowid IN ({marks}))
+                    ORDER BY s LIMIT ?
+                ) f JOIN chunks c ON c.rowid = f.rowid ORDER BY f.s""",
+            (match_expression(query), *note_rowids, limit),
+        )
+        return [ChunkHit(r[0], r[1], -r[2]) for r in rows]
+
     def note_languages(self) -> dict[str, int]:
         """How many notes were analysed in each language."""
         rows = self._all("SELECT lang, count(*) FROM notes GROUP BY lang")
@@ -440,7 +482,7 @@ class Reads:
     def text_stats(self, query: TextQuery) -> tuple[int, list[int]]:
         """(notes in the index, notes holding each group of the query): for idf weights. A
         group's count is its most frequent form's (a prefix form counts its terms)."""
-        notes = self._one("SELECT count(*) FROM notes")[0]  # type: ignore[index]
+        notes = self.per_version("notes", self.note_count)
         counts = []
         for group in query.groups:
             best = 0

@@ -71,13 +71,18 @@ def mark_analyzed(writes: Writes, configured: Sequence[str]) -> None:
     writes.set_meta("text_languages", json.dumps(list(configured)))
 
 
-def vault_languages(reads: Reads) -> tuple[list[str], str | None]:
+def vault_languages(reads: Reads) -> tuple[tuple[str, ...], str | None]:
     """The languages the index's notes were analysed in (most notes first) plus the
     configured ones, and the main language (the one most notes are in). Read from the
-    index, never from a caller's settings, so every process matches what was written."""
+    index, never from a caller's settings, so every process matches what was written;
+    remembered until the index changes (counting them took 0.3 ms of every search)."""
+    return reads.per_version("vault_languages", lambda: _vault_languages(reads))
+
+
+def _vault_languages(reads: Reads) -> tuple[tuple[str, ...], str | None]:
     counts = reads.note_languages()
     configured = json.loads(reads.get_meta("text_languages") or "[]")
     ordered = sorted(counts, key=lambda lang: (-counts[lang], lang))
-    languages = list(dict.fromkeys([*ordered, *configured]))
+    languages = tuple(dict.fromkeys([*ordered, *configured]))
     dominant = ordered[0] if ordered else (configured[0] if configured else None)
-    return languages or ["en"], dominant
+    return languages or ("en",), dominant
