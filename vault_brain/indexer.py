@@ -46,6 +46,10 @@ LOCK_RETRY_SECONDS = 2.0  # a reader takes over within this long after the index
 IDLE_RETRY_SECONDS = 60.0  # retry pending vectors and summaries this often with no changes
 PROGRESS_EVERY_SECONDS = 1.0  # how often a long pass publishes its progress in the index
 PROGRESS_MIN_FILES = 50  # passes smaller than this are not worth reporting as "indexing"
+# A one-shot pass (a CLI read with no watcher) embeds a strong-tier backlog up to this size
+# (the notes changed since the last pass, ~2 s of e5 at most), never a larger one.
+ONE_SHOT_STRONG_CHUNKS = 64
+ONE_SHOT_INSTANT_CHUNKS = 2_000  # ~1 s of the static model
 # What a failing endpoint raises; anything else is a bug and propagates.
 ENDPOINT_ERRORS = (Unavailable, OSError, ValueError, RuntimeError)
 
@@ -309,9 +313,9 @@ class Indexer:
                 self._last_sync = time.monotonic()
                 self._synced.set()
                 if vectors:
-                    # The strong tier gets a few seconds' worth: new notes of a vault it
-                    # covers stay covered; a backlog is the watcher's (or `index`'s) job.
-                    self.embed_pending(strong_limit=256)
+                    self.embed_pending(
+                        limit=ONE_SHOT_INSTANT_CHUNKS, strong_limit=self._strong_top_up()
+                    )
             except Unavailable as exc:
                 # A read still answers from the index as it is (read-only, full disk).
                 log.warn("index_refresh_failed", error=log.cut(exc.message, 200))
@@ -321,6 +325,17 @@ class Indexer:
             return True
         finally:
             self._pass_lock.release()
+
+    def _strong_top_up(self) -> int:
+        """How many strong vectors a one-shot pass embeds: all of a small backlog (the notes
+        changed since the last pass, so a covered vault stays covered), none of a large one:
+        that is minutes of e5 for `index` or the watcher, and 256 chunks of it made every
+        CLI search on a half-embedded cpp-docs take 4 s. The instant tier answers meanwhile."""
+        if self.strong is None:
+            return 0
+        with self.index.read() as r:
+            backlog = r.strong_backlog(ONE_SHOT_STRONG_CHUNKS)
+        return backlog if backlog <= ONE_SHOT_STRONG_CHUNKS else 0
 
     @contextmanager
     def _holding_lock(self) -> Iterator[None]:

@@ -306,6 +306,13 @@ class Reads:
         summaries = self._one("SELECT count(*) FROM notes WHERE summary_state = 1")[0]  # type: ignore[index]
         return Counts(notes, chunks, chunks - pending, pending, summaries, chunks - strong)
 
+    def strong_backlog(self, at_most: int) -> int:
+        """Chunks without a strong vector, counted no further than at_most + 1."""
+        return self._one(
+            "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE strong_state = 0 LIMIT ?)",
+            (at_most + 1,),
+        )[0]  # type: ignore[index]
+
     def strong_covers(self, share: float) -> bool:
         """True when the strong tier has vectors for at least `share` of the chunks. A search
         asks this every time, so it counts no further than the pending chunks that decide
@@ -314,11 +321,7 @@ class Reads:
         if not chunks:
             return False
         allowed = math.floor(chunks - share * chunks)  # pending chunks that still cover it
-        pending = self._one(
-            "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE strong_state = 0 LIMIT ?)",
-            (allowed + 1,),
-        )[0]  # type: ignore[index]
-        return pending <= allowed
+        return self.strong_backlog(allowed) <= allowed
 
     # -- links ---------------------------------------------------------------------------
 
