@@ -412,15 +412,7 @@ class Reads:
         match = match_expression(query)
         w = FTS_WEIGHTS
         if not filters.active:
-            # Rank inside FTS5 first and join only the top rows: 2-3x faster on big vaults.
-            rows = self._all(
-                f"""SELECT f.rowid, c.note_rowid, f.s FROM (
-                        SELECT rowid, bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}) AS s
-                        FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?
-                    ) f JOIN chunks c ON c.rowid = f.rowid ORDER BY f.s""",
-                (match, limit),
-            )
-            return [ChunkHit(r[0], r[1], -r[2]) for r in rows]
+            return self._ranked_chunks(match, "", (), limit)
         where, params = filter_sql(filters)
         rows = self._all(
             f"""SELECT f.rowid, c.note_rowid, bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}) AS s
@@ -440,16 +432,25 @@ class Reads:
         every matching chunk took 3.8 (means over 200 title and heading queries)."""
         if not query or not note_rowids:
             return []
-        w = FTS_WEIGHTS
         marks = ",".join("?" * len(note_rowids))
+        return self._ranked_chunks(
+            match_expression(query),
+            f"AND +rowid IN (SELECT rowid FROM chunks WHERE note_rowid IN ({marks}))",
+            note_rowids,
+            limit,
+        )
+
+    def _ranked_chunks(
+        self, match: str, where: str, params: Sequence[object], limit: int
+    ) -> list[ChunkHit]:
+        """Rank inside FTS5 first and join only the top rows: 2-3x faster on big vaults."""
+        w = FTS_WEIGHTS
         rows = self._all(
             f"""SELECT f.rowid, c.note_rowid, f.s FROM (
                     SELECT rowid, bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}) AS s
-                    FROM chunks_fts WHERE chunks_fts MATCH ? AND +rowid IN
-                        (SELECT rowid FROM chunks WHERE note_rowid IN ({marks}))
-                    ORDER BY s LIMIT ?
+                    FROM chunks_fts WHERE chunks_fts MATCH ? {where} ORDER BY s LIMIT ?
                 ) f JOIN chunks c ON c.rowid = f.rowid ORDER BY f.s""",
-            (match_expression(query), *note_rowids, limit),
+            (match, *params, limit),
         )
         return [ChunkHit(r[0], r[1], -r[2]) for r in rows]
 
