@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 BACKOFF_START, BACKOFF_CAP = 30.0, 900.0
 LOCK_RETRY_SECONDS = 2.0  # a reader takes over within this long after the indexer dies
 IDLE_RETRY_SECONDS = 60.0  # retry pending vectors and summaries this often with no changes
+COALESCE_SECONDS = 0.2  # a change's vectors wait this long for the changes that follow it
+ERROR_CHECK_SECONDS = 60.0  # how stale a success's look at the recorded failures may be
 PROGRESS_EVERY_SECONDS = 1.0  # how often a long pass publishes its progress in the index
 PROGRESS_MIN_FILES = 50  # passes smaller than this are not worth reporting as "indexing"
 # A one-shot pass (a CLI read with no watcher) embeds a strong-tier backlog up to this size
@@ -114,6 +116,7 @@ class Indexer:
         self._stop = threading.Event()
         self._changed = threading.Event()
         self._background_busy = False
+        self._error_checked: dict[str, float] = {}  # kind -> when its record was last clear
         # One full pass at a time in this process; small syncs (events, tool writes) may
         # run between its transactions, so a save is indexed at once even during a long pass.
         self._pass_lock = threading.Lock()
@@ -427,15 +430,20 @@ class Indexer:
         (up to `strong_limit`; None: all, 0: none). Returns how many were written. A
         failing model or endpoint is backed off (30 s doubling to 15 min) and recorded; it
         never raises."""
+        return self._embed_round(limit, strong_limit)[0]
+
+    def _embed_round(self, limit: int | None, strong_limit: int | None) -> tuple[int, bool]:
+        """(vectors written, whether a tier stopped at its limit with chunks maybe left)."""
         batch = self.settings.embed.batch_size * max(1, self.settings.embed.concurrency) * 4
-        written = self._embed_tier("instant", self.embedder, self.embed_backoff, batch, limit)
+        written, more = self._embed_tier("instant", self.embedder, self.embed_backoff, batch, limit)
         if self.strong is not None and strong_limit != 0:
             # Small batches: a model call of a few seconds at most, so new notes get their
             # instant vectors (and the newest notes their strong ones) between batches.
-            written += self._embed_tier(
+            strong, strong_more = self._embed_tier(
                 "strong", self.strong, self.strong_backoff, 32, strong_limit
             )
-        return written
+            written, more = written + strong, more or strong_more
+        return written, more
 
     def strong_coverage(self) -> tuple[int, int]:
         """(chunks the strong tier has embedded, all chunks); (0, 0) with no strong tier.
@@ -456,9 +464,10 @@ class Indexer:
         backoff: Backoff,
         batch: int,
         limit: int | None,
-    ) -> int:
-        if embedder is None or backoff.waiting():
-            return 0
+    ) -> tuple[int, bool]:
+        """(vectors written, whether it stopped at `limit` rather than on an empty queue)."""
+        if embedder is None or backoff.waiting() or limit == 0:
+            return 0, False
         from vault_brain.index.vectors import embed_batch
 
         kind = "embed" if name == "instant" else "strong"
@@ -467,14 +476,14 @@ class Indexer:
             while limit is None or written < limit:
                 size = batch if limit is None else min(batch, limit - written)
                 n = embed_batch(self.index, embedder, size, TIERS[name])
-                if n == 0:
-                    break
                 written += n
+                if n < size:  # the queue ran dry: no second look at an empty one
+                    break
         except ENDPOINT_ERRORS as exc:
             self._failed(kind, backoff, exc)
-            return written
+            return written, False
         self._succeeded(kind, backoff)
-        return written
+        return written, limit is not None and written >= limit
 
     def summarize_pending(self, *, limit: int | None = None) -> int:
         """Catch LLM summaries up; returns how many notes left the queue. Same back-off as
@@ -510,19 +519,20 @@ class Indexer:
             for backoff in (self.embed_backoff, self.strong_backoff, self.summary_backoff):
                 if backoff.waiting():
                     wait = min(wait, backoff.remaining() + 0.05)
-            self._changed.wait(wait)
+            if self._changed.wait(wait):
+                # Let a burst of saves land first: one pass then embeds them all in one
+                # write, instead of one per save competing with the saves for the index.
+                self._stop.wait(COALESCE_SECONDS)
             if self._stop.is_set():
                 return
             self._background_busy = True
             self._changed.clear()
             try:
                 while not self._stop.is_set():
-                    done = self.embed_pending(
-                        limit=self.settings.embed.batch_size * 4, strong_limit=32
-                    )
+                    _, more = self._embed_round(self.settings.embed.batch_size * 4, 32)
                     if not self._stop.is_set():
-                        done += self.summarize_pending(limit=4)  # LLM calls take seconds
-                    if done <= 0:
+                        more |= self.summarize_pending(limit=4) >= 4  # LLM calls take seconds
+                    if not more:  # a change signal meanwhile wakes the loop again
                         break
             except Exception as exc:  # a bug must not kill the worker: log it, retry later
                 log.warn(
@@ -550,6 +560,7 @@ class Indexer:
     def _failed(self, kind: str, backoff: Backoff, exc: Exception) -> None:
         message = f"{exc.__class__.__name__}: {exc}"[:300]
         delay = backoff.failed()
+        self._error_checked.pop(kind, None)  # the next success clears the record at once
         log.warn(f"{kind}_failed", error=message, retry_in_s=delay)
         record = json.dumps({"message": message, "at": time.time()})
         try:
@@ -559,13 +570,20 @@ class Indexer:
             log.warn("error_not_recorded", kind=kind, error=type(db_exc).__name__)
 
     def _succeeded(self, kind: str, backoff: Backoff) -> None:
+        """Clear a recorded failure of `kind`. Checked at most every ERROR_CHECK_SECONDS
+        while nothing failed here: a failure another process records meanwhile is cleared
+        by then; a save's vectors need not read the error record each time."""
         backoff.succeeded()
+        now = time.monotonic()
+        if now - self._error_checked.get(kind, -ERROR_CHECK_SECONDS) < ERROR_CHECK_SECONDS:
+            return
         try:
             with self.index.read() as r:
-                if r.get_meta(f"{kind}_error") is None:
-                    return
-            with self.index.transaction() as w:
-                w.set_meta(f"{kind}_error", None)
+                recorded = r.get_meta(f"{kind}_error") is not None
+            if recorded:
+                with self.index.transaction() as w:
+                    w.set_meta(f"{kind}_error", None)
+            self._error_checked[kind] = now
         except Unavailable as db_exc:
             log.warn("error_not_cleared", kind=kind, error=type(db_exc).__name__)
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from vault_brain.embed.base import Embedder
 from vault_brain.index.db import SqliteIndex
+from vault_brain.index.records import PendingChunk
 from vault_brain.index.store import INSTANT, Tier
 
 
@@ -38,15 +39,16 @@ def embed_batch(
 ) -> int:
     """Embed one batch of the tier's pending chunks; returns how many vectors were written
     (0: none left). Raises what the embedder raises; nothing is marked done then."""
-    ensure_model(index, embedder, tier)
-    with index.read() as r:
-        pending = r.pending_chunks(batch_size, tier)
-        if not pending:
+    found = _pending(index, embedder, batch_size, tier)
+    if found is None:  # the tier holds no vectors of this model yet
+        ensure_model(index, embedder, tier)
+        found = _pending(index, embedder, batch_size, tier)
+        if found is None:  # another process switched the tier to its model meanwhile
             return 0
-        cached = r.cached_vectors(embedder.name, [p.text_hash for p in pending])
-        model = r.vectors_model(tier)
+    pending, cached, width = found
+    if not pending:
+        return 0
     # A server may change a model's dimension under the same name: such cache rows are stale.
-    width = (model[1] if model else 0) * 4
     cached = {h: v for h, v in cached.items() if len(v) == width}
     missing = [p for p in pending if p.text_hash not in cached]
     if missing:
@@ -61,3 +63,19 @@ def embed_batch(
     with index.transaction() as w:
         w.store_vectors(embedder.name, items, tier)
     return len(items)
+
+
+def _pending(
+    index: SqliteIndex, embedder: Embedder, batch_size: int, tier: Tier
+) -> tuple[list[PendingChunk], dict[str, bytes], int] | None:
+    """(pending chunks, their cached vectors, vector width in bytes) on one snapshot; None
+    when the tier does not hold this model's vectors. One read per batch: the background
+    embeds every save's chunks, so each extra snapshot is paid per save."""
+    with index.read() as r:
+        model = r.vectors_model(tier)
+        if model is None or model[0] != embedder.name:
+            return None
+        pending = r.pending_chunks(batch_size, tier)
+        hashes = [p.text_hash for p in pending]
+        cached = r.cached_vectors(embedder.name, hashes) if pending else {}
+    return pending, cached, model[1] * 4
