@@ -13,11 +13,14 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from vault_brain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from vault_brain.vault.note import file_version
 from vault_brain.vault.paths import name_key, normalize_ref
 from vault_brain.vault.writer import (
+    _taken_keys,
     clean_stale_temps,
     create_note_file,
     replace_note_file,
@@ -362,6 +365,48 @@ def test_a_name_taken_in_any_spelling_blocks_among_many_others(vault: Path, exis
     assert create_note_file(vault, "Projects", "Zoë Alpha Beta", b"z") == (
         "Projects/Zoë Alpha Beta 2.md"
     )
+
+
+@pytest.mark.parametrize("existing", ["alpha beta.md", "ALPHA BETA.MD", " Alpha Beta.md"])
+def test_a_name_taken_in_another_case_blocks_in_a_plain_ascii_folder(
+    vault: Path, existing: str
+) -> None:
+    """An all-ASCII folder takes the one-pass search of the lowered listing."""
+    folder = vault / "Projects"
+    for i in range(300):
+        (folder / f"Unrelated {i}.md").write_bytes(b"x")
+    (folder / existing).write_bytes(b"the person's note")
+    assert create_note_file(vault, "Projects", "Alpha Beta", b"new") == "Projects/Alpha Beta 2.md"
+    assert (folder / existing).read_bytes() == b"the person's note"
+
+
+# Plain ASCII (the one-pass search), and the spellings name_key folds (the full keying).
+_ASCII_NAMES = st.sets(st.text("aAbB zZ-.", min_size=1, max_size=8), max_size=12)
+_ANY_NAMES = st.sets(st.text("aAbB zZ-.\\éÉßİ\u0301ﬁ", min_size=1, max_size=8), max_size=12)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    names=st.one_of(_ASCII_NAMES, _ANY_NAMES),
+    stem=st.text("aAbBzZ ß", min_size=1, max_size=3),
+)
+def test_taken_keys_are_every_name_key_that_starts_like_the_title(
+    tmp_path: Path, names: set[str], stem: str
+) -> None:
+    """Whatever the folder holds, the keys found are exactly those of the definition: every
+    name keyed in full, kept when it starts with the title's key."""
+    folder = tmp_path / f"f{len(list(tmp_path.iterdir()))}"
+    folder.mkdir()
+    for name in names - {".", ".."}:
+        try:
+            (folder / name).write_bytes(b"x")
+        except OSError:  # a spelling this file system folds into one already made
+            continue
+    prefix = name_key(stem)
+    expected = {name_key(n) for n in os.listdir(folder) if name_key(n).startswith(prefix)}
+    assert _taken_keys(folder, stem) == expected
 
 
 def test_a_same_title_save_beside_another_case_gets_a_number(vault: Path) -> None:

@@ -404,14 +404,18 @@ def _fill(path: Path, data: bytes, mode: int | None) -> None:
 
 def _taken_keys(folder: Path, stem: str) -> set[str]:
     """The name keys in `folder` that one of stem's names ("Title.md", "Title 2.md", ...)
-    could have. Keying every name in full cost 1.8 ms per save in a folder of 5,600 notes;
-    a plain ASCII name's key is its stripped lowercase (what name_key gives it), so only
-    the other names go through name_key."""
+    could have. Only names that contain the title's key are keyed: in an ASCII folder they
+    are found in one pass over the lowered listing (a plain ASCII name's key is its
+    stripped lowercase, what name_key gives it); keying every name of a folder of 5,600
+    notes cost 1.8 ms per save."""
     prefix = name_key(stem)
     try:
         names = os.listdir(folder)
     except OSError:
         return set()
+    listing = "\0".join(names)
+    if prefix and listing.isascii() and "\\" not in listing:
+        names = _names_holding(listing, prefix)
     keys = set()
     for name in names:
         plain = name.isascii() and "\\" not in name
@@ -419,6 +423,20 @@ def _taken_keys(folder: Path, stem: str) -> set[str]:
         if key.startswith(prefix):
             keys.add(key)
     return keys
+
+
+def _names_holding(listing: str, part: str) -> list[str]:
+    """The NUL-separated names of `listing` whose lowercase contains `part` (not empty)."""
+    lowered = listing.lower()
+    out = []
+    at = lowered.find(part)
+    while at != -1:
+        start = lowered.rfind("\0", 0, at) + 1
+        end = lowered.find("\0", at)
+        end = len(lowered) if end == -1 else end
+        out.append(listing[start:end])
+        at = lowered.find(part, end)
+    return out
 
 
 def _write_temp(folder: Path, data: bytes, mode: int | None) -> str:
