@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from vault_brain.errors import Conflict, Forbidden, InvalidInput, NotFound
@@ -51,6 +53,30 @@ def test_identical_content_returns_the_existing_note(brain):
     first = brain.save("Kiln", "Fire on Thursdays.")
     again = brain.save("Kiln again", "Fire on Thursdays.")
     assert again.duplicate_of == first.id and again.path == first.path
+
+
+def test_the_same_content_saved_from_many_threads_at_once_is_one_note(brain, vault):
+    """A model client that retries on a timeout sends the same save again while the first
+    is still running: the vault gets one note, every other call names it."""
+    rounds, threads, doubled = 20, 6, 0
+    for r in range(rounds):
+        start = threading.Barrier(threads)
+        results = []
+
+        def save(n: int, r: int = r, start: threading.Barrier = start) -> None:
+            start.wait()
+            results.append(brain.save(f"Retry {r} from {n}", f"Round {r}: the same words."))
+
+        workers = [threading.Thread(target=save, args=(n,)) for n in range(threads)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        made = [x for x in results if x.duplicate_of is None]
+        doubled += len(made) - 1
+        assert all(x.duplicate_of == made[0].id for x in results if x.duplicate_of), r
+    notes = [p for p in vault.root.glob("Retry *.md")]
+    assert (doubled, len(notes)) == (0, rounds), f"{doubled} doubled notes in {rounds} rounds"
 
 
 def test_update_with_the_version_read_replaces_content(brain, vault):
