@@ -163,6 +163,22 @@ def test_folder_rename_moves_every_note_under_it(running, vault):
     assert fts_paths(brain, "launch") == ["Work/Alpha.md", "Work/Deep/Beta.md"]
 
 
+def test_hidden_names_renamed_to_visible_ones_are_indexed_and_back_removed(running, vault):
+    """Events whose every path is hidden are dropped at once; a rename out of hiding is not."""
+    watcher, brain, settings = running
+    write(vault, ".drafts/Gamma.md", "# Gamma\nokapi season\n")
+    write(vault, "Projects/.Delta.md", "# Delta\nokapi trail\n")
+    settle(watcher, settings)
+    assert fts_paths(brain, "okapi") == []
+    os.rename(vault / ".drafts", vault / "Drafts")
+    os.rename(vault / "Projects/.Delta.md", vault / "Projects/Delta.md")
+    settle(watcher, settings)
+    assert fts_paths(brain, "okapi") == ["Drafts/Gamma.md", "Projects/Delta.md"]
+    os.rename(vault / "Drafts", vault / ".drafts")
+    settle(watcher, settings)
+    assert fts_paths(brain, "okapi") == ["Projects/Delta.md"]
+
+
 def test_folder_delete_removes_its_notes(running, vault):
     watcher, brain, settings = running
     (vault / "Projects/Alpha.md").unlink()

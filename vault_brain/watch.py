@@ -384,6 +384,9 @@ class Watcher:
         return not is_ignored(rel + "/" if folder else rel, self._ignore)
 
     def _on_event(self, event: FileSystemEvent) -> None:
+        named = [p for p in (event.src_path, getattr(event, "dest_path", "")) if p]
+        if all(_hidden(self._relative(p)) for p in named):
+            return  # a save's temp file, .obsidian, .git: nothing the index holds
         folder = event.is_directory
         if not folder and not is_markdown(os.fsdecode(event.src_path)):
             # Not a note: a folder link made, or something removed that may have been one
@@ -570,3 +573,9 @@ class Watcher:
         )
         if not self._stop_event.is_set():
             self.request_reconcile(f"{what}_failed", delay=delay)
+
+
+def _hidden(rel: str | None) -> bool:
+    """A vault path whose own name starts with '.': the scanner never indexes it (nor
+    anything below it)."""
+    return bool(rel) and rel.rsplit("/", 1)[-1].startswith(".")  # type: ignore[union-attr]

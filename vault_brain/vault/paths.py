@@ -31,6 +31,7 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 # Characters Obsidian refuses in file names; '/' and '\' read best as a dash ("2024/05").
 _DASHED = str.maketrans({"/": "-", "\\": "-"})
 _OBSIDIAN_FORBIDDEN = re.compile(r'[:*?"<>|#^\[\]]')
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode category Cc, all 65 of them
 
 
 def resolve_note_path(root: Path, rel: str, *, allowed_folders: Sequence[str] = ()) -> Path:
@@ -128,7 +129,7 @@ def _check_component(part: str) -> None:
         raise Forbidden(
             f"'{part}' is a hidden or reserved folder; vault-brain does not write there"
         )
-    if any(unicodedata.category(ch) == "Cc" for ch in part):
+    if _CONTROL.search(part):
         raise InvalidInput("path contains control characters")
     if part.partition(".")[0].rstrip(" ").upper() in _RESERVED:
         raise Forbidden(f"'{part}' is a reserved file name on Windows")
