@@ -414,11 +414,13 @@ async def bench_writers(
     server: HttpServer, vault: Path, writers: int, duration: float, nonce: str
 ) -> dict[str, Any]:
     server.new_events()
+    cpu_before = cpu_times(server.process.pid)
     started = time.monotonic()
     results = await asyncio.gather(
         *(write_until(server, n, nonce, started + duration) for n in range(writers))
     )
     elapsed = time.monotonic() - started
+    cpu = cpu_spent(cpu_before, cpu_times(server.process.pid))
     events = server.new_events()
     acks = [a for w in results for a in w.acks]
     errors = sum((w.errors for w in results), Counter())
@@ -438,6 +440,36 @@ async def bench_writers(
         "client_ms": spread([ms for w in results for ms in w.ms]),
         "server_ms": server_ms(events, "memory_save"),
         "watch_batches": sum(1 for e in events if e.get("event") == "watch_batch"),
+        # CPU seconds over the run: is the server, the client, or the machine the limit?
+        "cpu": {
+            **cpu,
+            "server_ms_per_save": 1000 * cpu["server_s"] / max(1, len(acks)),
+            "client_ms_per_save": 1000 * cpu["client_s"] / max(1, len(acks)),
+        },
+    }
+
+
+def cpu_times(pid: int) -> dict[str, float]:
+    """CPU seconds so far of the server process, of this (client) process, and of the
+    machine (busy and total, all cores), from /proc; zeros where /proc is absent."""
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        server = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+        jiffies = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+        idle = jiffies[3] + jiffies[4]  # idle + iowait
+        busy, total = (sum(jiffies) - idle) / tick, sum(jiffies) / tick
+    except (OSError, IndexError, ValueError):
+        server = busy = total = 0.0
+    return {"server": server, "client": time.process_time(), "busy": busy, "total": total}
+
+
+def cpu_spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    total = after["total"] - before["total"]
+    return {
+        "server_s": after["server"] - before["server"],
+        "client_s": after["client"] - before["client"],
+        "machine_busy": (after["busy"] - before["busy"]) / total if total else 0.0,
     }
 
 
@@ -542,6 +574,11 @@ def markdown(report: dict[str, Any]) -> str:
             ["writers: errors", json.dumps(w["errors"]) if w["errors"] else "0"],
             ["writers: files on disk", str(w["disk"]["files"])],
             ["writers: lost / doubled", f"{w['lost']} / {w['doubled']}"],
+            [
+                "writers: CPU per save, server / client (ms); machine busy",
+                f"{w['cpu']['server_ms_per_save']:.2f} / {w['cpu']['client_ms_per_save']:.2f}; "
+                f"{w['cpu']['machine_busy']:.0%}",
+            ],
             ["writers: listed by memory_list", str(w["index"]["listed"])],
             [
                 "writers: found by fts search (sample)",
