@@ -61,13 +61,15 @@ def test_the_same_content_saved_from_many_threads_at_once_is_one_note(brain, vau
     rounds, threads, doubled = 20, 6, 0
     for r in range(rounds):
         start = threading.Barrier(threads)
-        results = []
+        results: list = []
 
-        def save(n: int, r: int = r, start: threading.Barrier = start) -> None:
+        def save(n: int, r: int, start: threading.Barrier, results: list) -> None:
             start.wait()
             results.append(brain.save(f"Retry {r} from {n}", f"Round {r}: the same words."))
 
-        workers = [threading.Thread(target=save, args=(n,)) for n in range(threads)]
+        workers = [
+            threading.Thread(target=save, args=(n, r, start, results)) for n in range(threads)
+        ]
         for w in workers:
             w.start()
         for w in workers:
