@@ -350,7 +350,9 @@ def _runs(text: str) -> Iterable[tuple[str, str]]:
 
 def _split_words(text: str) -> list[str]:
     """Runs of letters, marks and digits (of text with no CJK or Thai)."""
-    return _FAST_WORD.findall(text) if not _SLOW.search(text) else _WORD.findall(text)
+    if text.isascii() or not _SLOW.search(text):  # isascii: no scan for what cannot be there
+        return _FAST_WORD.findall(text)
+    return _WORD.findall(text)
 
 
 def words(text: str) -> list[str]:
@@ -368,7 +370,7 @@ def analyze(text: str, lang: str) -> str:
     """Text as the FTS table stores it for a note in `lang`: space-separated terms."""
     text = _normalize(text)
     language = _language(lang if lang in LANGUAGES else "en")
-    if not _SPECIAL.search(text):
+    if text.isascii() or not _SPECIAL.search(text):
         tokens = _split_words(text)
         forms = list(map(language.cache.get, tokens))  # most words were seen before
         if None in forms:
