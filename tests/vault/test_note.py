@@ -8,6 +8,8 @@ import unicodedata
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vault_brain.errors import VaultBrainError
 from vault_brain.vault.note import (
@@ -18,6 +20,7 @@ from vault_brain.vault.note import (
     file_version,
     new_id,
     parse_note,
+    plain_inline,
 )
 
 
@@ -354,3 +357,53 @@ def test_russian_lead_is_cut_between_words():
 def test_lead_is_deterministic():
     expected = "Run the tests, then tag. See the CI page and #ops."
     assert parse(FULL).lead == parse(FULL).lead == expected
+
+
+# --- plain_inline's literal guards change nothing ----------------------------------------
+
+
+def _plain_inline_unguarded(text: str) -> str:
+    """plain_inline as it was before its guards: every pattern on every line (the oracle)."""
+    from vault_brain.vault import note as n
+
+    text = n._EMBED.sub(" ", text)
+    codes: list[str] = []
+    if "`" in text:
+        parts, pos = [], 0
+        for start, inner_start, inner_end, end in n.code_spans(text):
+            codes.append(text[inner_start:inner_end].strip())
+            parts += [text[pos:start], f"\x00{len(codes) - 1}\x00"]
+            pos = end
+        text = "".join(parts) + text[pos:]
+    text = n._WIKI.sub(n._wiki_text, text)
+    text = n._MD_LINK.sub(lambda m: m.group(1), text)
+    text = n._FOOTNOTE.sub("", text)
+    text = n._AUTOLINK.sub(lambda m: m.group(1), text)
+    text = n._HTML_TAG.sub(" ", text)
+    for _ in range(2):
+        text = n._STRONG.sub(lambda m: m.group(2), text)
+        text = n._EMPHASIS.sub(lambda m: m.group(1) or m.group(2), text)
+    text = n._STRIKE_MARK.sub(lambda m: m.group(2), text)
+    text = n._BLOCK_ID.sub("", text)
+    text = n._ESCAPE.sub(lambda m: m.group(1), text)
+    text = re.sub(r"\x00(\d+)\x00", lambda m: codes[int(m.group(1))], text)
+    return n._SPACES.sub(" ", text).strip()
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text("ab Z9é[]()!*_~=^\\`<>#|:/.-\t", max_size=40))
+def test_plain_inline_is_what_every_pattern_on_every_line_gives(line: str) -> None:
+    assert plain_inline(line) == _plain_inline_unguarded(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "**bold** and *em* and __u__ and _e_ ~~gone~~ ==mark==",
+        "see [[Note#Part|alias]] and [text](http://x.y) [^1] <https://a.b> <b>tag</b>",
+        "![[image.png]] ![alt](pic.png) `code [[not a link]]` \\*escaped\\* block ^abc-1",
+        "***both*** kept",
+    ],
+)
+def test_plain_inline_examples_match_the_oracle(line: str) -> None:
+    assert plain_inline(line) == _plain_inline_unguarded(line)
