@@ -504,7 +504,9 @@ def _profile_scores(
     allowed = set(allowed)
     scores: Counter[str] = Counter()
     counts = Counter(tokens)
-    for word in counts.keys() & (_STOP_WORDS if letters else _DETECT_WORDS):
+    # The vocabulary (every language's stopwords) is large: look its words up in the text
+    # (frozenset.intersection walks its argument), not the other way round.
+    for word in (_STOP_WORDS if letters else _DETECT_WORDS).intersection(counts):
         n = counts[word]
         for lang in _STOP_INDEX[word]:
             if lang in allowed:
