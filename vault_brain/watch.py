@@ -578,4 +578,6 @@ class Watcher:
 def _hidden(rel: str | None) -> bool:
     """A vault path whose own name starts with '.': the scanner never indexes it (nor
     anything below it)."""
-    return bool(rel) and rel.rsplit("/", 1)[-1].startswith(".")  # type: ignore[union-attr]
+    if not rel:
+        return False
+    return rel.rsplit("/", 1)[-1].startswith(".")
