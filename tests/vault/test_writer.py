@@ -323,7 +323,7 @@ def test_stale_trash_creates_no_trash_folders(vault: Path) -> None:
 def test_create_without_hard_links_still_never_overwrites(
     vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def no_links(src: object, dst: object) -> None:
+    def no_links(src: object, dst: object, **kwargs: object) -> None:
         raise OSError(errno.EPERM, "hard links not supported here")
 
     monkeypatch.setattr(os, "link", no_links)
@@ -488,6 +488,103 @@ def test_saves_killed_mid_write_leave_temps_that_the_cleanup_removes(vault: Path
     assert removed == len(temps)
     assert [p for p in (vault / "Saves").iterdir() if p.name.startswith(".")] == []
     assert all(p.stat().st_size == 4_000_000 for p in (vault / "Saves").iterdir())
+
+
+def _anonymous_files() -> bool:
+    """Linux's O_TMPFILE works in this temp folder (and /proc links it to a name)."""
+    import tempfile
+
+    if not hasattr(os, "O_TMPFILE") or not os.path.isdir("/proc/self/fd"):
+        return False
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            os.close(os.open(folder, os.O_TMPFILE | os.O_WRONLY, 0o600))
+        except OSError:
+            return False
+    return True
+
+
+ANONYMOUS = pytest.mark.skipif(not _anonymous_files(), reason="needs Linux O_TMPFILE and /proc")
+
+
+@ANONYMOUS
+def test_a_new_note_shows_no_other_name_to_a_watcher(vault: Path) -> None:
+    """The bytes are written and synced in a file with no name, then linked under the
+    note's: Obsidian and our watcher see one new file, never a temp file come and go."""
+    from watchdog.events import FileSystemEvent, FileSystemEventHandler
+    from watchdog.observers import Observer
+
+    seen: list[str] = []
+
+    class Names(FileSystemEventHandler):
+        def on_any_event(self, event: FileSystemEvent) -> None:
+            seen.append(os.path.basename(os.fsdecode(event.src_path)))
+            if getattr(event, "dest_path", ""):
+                seen.append(os.path.basename(os.fsdecode(event.dest_path)))
+
+    observer = Observer()
+    observer.schedule(Names(), str(vault / "Projects"), recursive=True)
+    observer.start()
+    try:
+        time.sleep(0.2)
+        for i in range(5):
+            create_note_file(vault, "Projects", "Beta", b"beta %d" % i)
+        time.sleep(0.5)
+    finally:
+        observer.stop()
+        observer.join()
+    named = {n for n in seen if n and not n.startswith("#")}  # "#<inode>": the nameless file
+    assert named <= {"Projects", "Beta.md", "Beta 2.md", "Beta 3.md", "Beta 4.md", "Beta 5.md"}
+    assert "Beta 5.md" in named
+    assert (vault / "Projects" / "Beta 5.md").read_bytes() == b"beta 4"
+
+
+@ANONYMOUS
+def test_saves_killed_mid_write_leave_nothing_behind(vault: Path) -> None:
+    """kill -9 a process that is saving long notes: a nameless file vanishes with it, so
+    no temp file is left for the cleanup, and every note that landed is whole."""
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from vault_brain.vault.writer import create_note_file\n"
+        "data = b'x' * 4_000_000\n"
+        "print('ready', flush=True)\n"
+        "while True:\n"
+        "    create_note_file(Path(sys.argv[1]), 'Saves', 'Long', data)\n"
+    )
+    for i in range(8):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script, str(vault)], stdout=subprocess.PIPE, cwd=REPO
+        )
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        time.sleep(0.05 + 0.03 * i)
+        proc.kill()
+        proc.wait()
+    names = [p.name for p in (vault / "Saves").iterdir()]
+    assert names and not [n for n in names if n.startswith(".")]
+    assert all(p.stat().st_size == 4_000_000 for p in (vault / "Saves").iterdir())
+
+
+def test_create_where_nameless_files_are_refused_still_writes_whole_and_never_overwrites(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file system without O_TMPFILE (macOS, some network shares): the named temp file."""
+    real_open = os.open
+
+    def no_nameless(path: object, flags: int, *args: object, **kwargs: object) -> int:
+        if flags & getattr(os, "O_TMPFILE", 0) == getattr(os, "O_TMPFILE", -1):
+            raise OSError(errno.EOPNOTSUPP, "O_TMPFILE not supported here")
+        return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", no_nameless)
+    rel = create_note_file(vault, "Projects", "Alpha", b"new alpha")
+    assert rel == "Projects/Alpha 2.md"
+    assert (vault / rel).read_bytes() == b"new alpha"
+    assert (vault / "Projects" / "Alpha.md").read_bytes() == OLD
+    assert all_files(vault) == ["Projects/Alpha 2.md", "Projects/Alpha.md"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE((vault / rel).stat().st_mode) == 0o666 & ~umask
 
 
 def test_a_note_that_links_to_a_file_that_is_not_markdown_is_never_written(vault: Path) -> None:

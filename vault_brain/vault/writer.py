@@ -1,7 +1,8 @@
 """The only code that changes files in the vault: create, replace, trash.
 
 Invariant 2 lives here: no user's words are ever lost. Every write goes through a synced
-file that is renamed into place; creating never overwrites; replacing and trashing name
+file that is linked or renamed into place (a new note's has no name until then, where the
+system allows it); creating never overwrites; replacing and trashing name
 the version the caller read and are refused with Conflict when the file changed since
 (the person edited it in Obsidian). The check and the rename happen under the note's lock
 (`locks.note_lock`: every process, not just this one), and a replace keeps the bytes it
@@ -20,7 +21,7 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import suppress
 from pathlib import Path
 
@@ -60,33 +61,33 @@ def create_note_file(
     """Write a new note named after its title; never overwrite. Returns its vault path.
 
     A taken name gets a number ("Title 2.md", "Title 3.md", ...). The content appears
-    whole under its final name: it is linked there from a synced temp file, and a link
-    fails rather than replace an existing file.
+    whole under its final name: it is written and synced first, then linked there, and a
+    link fails rather than replace an existing file.
     """
     root = Path(root)
-    folder_path = resolve_folder_path(root, folder, allowed_folders=allowed_folders)
-    _make_folders(folder_path)
-    # Re-check after creating folders: nothing may have swapped in a symlink meanwhile.
-    folder_path = resolve_folder_path(root, folder, allowed_folders=allowed_folders)
+    _check_data(data)
+    folder_path = _writable_folder(root, folder, allowed_folders)
     stem = safe_filename(title).removesuffix(".md")
     folder_rel = vault_relative(root, folder_path)
     # "Café.md" written by macOS (decomposed) or "café.md" is the same name to the person
     # and to Obsidian: a new note never takes a name that only differs from one in spelling.
     taken = _taken_keys(folder_path, stem)
-    tmp = _write_temp(folder_path, data, None)
-    try:
-        for name in _title_names(stem, taken):
-            rel = f"{folder_rel}/{name}" if folder_rel != "." else name
-            target = resolve_note_path(root, rel, allowed_folders=allowed_folders)
-            if _place_new(tmp, target):
-                break
-        else:
-            raise Conflict("too many notes share this title in this folder")
-    finally:
-        _discard(tmp)
-    _fsync_dir(folder_path)
-    log.event("note_created", path=log.cut(vault_relative(root, target)))
-    return vault_relative(root, target)
+    name = _create_new(folder_path, data, lambda: _title_names(stem, taken))
+    if name is None:
+        raise Conflict("too many notes share this title in this folder")
+    rel = f"{folder_rel}/{name}" if folder_rel != "." else name
+    log.event("note_created", path=log.cut(rel))
+    return rel
+
+
+def _writable_folder(root: Path, folder: str | None, allowed_folders: Sequence[str]) -> Path:
+    """The checked real path of a folder to create a note in, made if missing."""
+    path = resolve_folder_path(root, folder, allowed_folders=allowed_folders)
+    if path.is_dir():  # the resolver left no symlink below the root: it is a folder
+        return path
+    _make_folders(path)
+    # Re-check after creating folders: nothing may have swapped in a symlink meanwhile.
+    return resolve_folder_path(root, folder, allowed_folders=allowed_folders)
 
 
 def create_note_at(
@@ -98,14 +99,10 @@ def create_note_at(
     target = resolve_note_path(root, rel, allowed_folders=allowed_folders)
     _make_folders(target.parent)
     target = resolve_note_path(root, rel, allowed_folders=allowed_folders)
-    tmp = _write_temp(target.parent, data, None)
-    try:
-        with note_lock(root, vault_relative(root, target)):
-            if target.exists() or not _place_new(tmp, target):
-                raise Conflict("a file exists at this path now; read it first")
-    finally:
-        _discard(tmp)
-    _fsync_dir(target.parent)
+    _check_data(data)
+    with note_lock(root, vault_relative(root, target)):
+        if target.exists() or _create_new(target.parent, data, lambda: [target.name]) is None:
+            raise Conflict("a file exists at this path now; read it first")
     return vault_relative(root, target)
 
 
@@ -437,6 +434,82 @@ def _names_holding(listing: str, part: str) -> list[str]:
         out.append(listing[start:end])
         at = lowered.find(part, end)
     return out
+
+
+class _Unsupported(Exception):
+    """This folder cannot hold a nameless file (no O_TMPFILE, no /proc to link it)."""
+
+
+def _create_new(folder: Path, data: bytes, names: Callable[[], Iterable[str]]) -> str | None:
+    """Give `data` the first of `names()` still free in `folder`, and sync the folder;
+    None when every name is taken. The bytes are synced before they get a name, so the
+    note appears whole, and a name never replaces a file."""
+    try:
+        name = _create_nameless(folder, data, names)
+    except _Unsupported:
+        name = _create_from_temp(folder, data, names)
+    _fsync_dir(folder)
+    return name
+
+
+def _create_nameless(folder: Path, data: bytes, names: Callable[[], Iterable[str]]) -> str | None:
+    """Linux: write into a file with no name (O_TMPFILE), then link it under a free name.
+    A watcher sees one new file instead of a temp file's five events, and a process killed
+    mid-write leaves nothing behind. Raises _Unsupported where the folder cannot."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag:
+        raise _Unsupported
+    try:
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise _Unsupported from exc  # the named way reports what is wrong with the folder
+    try:
+        try:
+            fd = os.open(".", flag | os.O_WRONLY, 0o666, dir_fd=dir_fd)
+        except OSError as exc:
+            raise _Unsupported from exc
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+            for name in names():
+                try:
+                    # linkat(AT_SYMLINK_FOLLOW) of /proc's link to the open file: the dir fds
+                    # make os.link use linkat, and the name lands in the folder opened.
+                    os.link(
+                        f"/proc/self/fd/{fd}",
+                        name,
+                        src_dir_fd=dir_fd,
+                        dst_dir_fd=dir_fd,
+                        follow_symlinks=True,
+                    )
+                    return name
+                except FileExistsError:
+                    continue
+                except OSError as exc:  # no /proc, or links refused here
+                    raise _Unsupported from exc
+            return None
+        finally:
+            os.close(fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _create_from_temp(folder: Path, data: bytes, names: Callable[[], Iterable[str]]) -> str | None:
+    """Anywhere else: a synced temp file beside the note, linked (or renamed) into place."""
+    tmp = _write_temp(folder, data, None)
+    try:
+        for name in names():
+            if _place_new(tmp, folder / name):
+                return name
+        return None
+    finally:
+        _discard(tmp)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _write_temp(folder: Path, data: bytes, mode: int | None) -> str:
