@@ -529,7 +529,10 @@ def test_a_new_note_shows_no_other_name_to_a_watcher(vault: Path) -> None:
         time.sleep(0.2)
         for i in range(5):
             create_note_file(vault, "Projects", "Beta", b"beta %d" % i)
-        time.sleep(0.5)
+        deadline = time.monotonic() + 10
+        while "Beta 5.md" not in seen and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # the last note's close event comes after its create
     finally:
         observer.stop()
         observer.join()
