@@ -46,6 +46,28 @@ def test_mcp_with_the_token_is_200(http_server):
     assert post_mcp(http_server, TOKEN, json=INITIALIZE).status_code == 200
 
 
+def test_a_tool_call_is_answered_with_one_json_body(http_server):
+    """No SSE stream per call (the tools send nothing but their result): a client gets
+    application/json, which every Streamable HTTP client must accept, and the server
+    skips an event stream's tasks and framing on every call."""
+    opened = post_mcp(http_server, TOKEN, json=INITIALIZE)
+    assert opened.headers["content-type"].startswith("application/json")
+    session = {"mcp-session-id": opened.headers["mcp-session-id"]}
+    ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert post_mcp(http_server, TOKEN, json=ready, headers=session).status_code == 202
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "memory_search", "arguments": {"query": "alpha"}},
+    }
+    reply = post_mcp(http_server, TOKEN, json=call, headers=session)
+    assert reply.status_code == 200
+    assert reply.headers["content-type"].startswith("application/json")
+    body = reply.json()
+    assert body["id"] == 2 and body["result"]["isError"] is False
+
+
 def test_health_answers_without_a_token(http_server):
     response = httpx.get(http_server.url + "/health", timeout=10)
     assert response.status_code == 200

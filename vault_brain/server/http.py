@@ -331,8 +331,12 @@ def build_app(settings: Settings, handle: BrainHandle) -> ASGIApp:
     # Creates the session manager. The SDK's own Host/Origin check is off on purpose: it
     # switches itself on only for three spellings of loopback and knows nothing of
     # server.allowed_hosts, so HostGuard (outermost, every path) is the one rule.
+    # Each POST is answered with one JSON body rather than an SSE stream: the tools send no
+    # progress, sampling or log messages that the stream would carry, and per the spec
+    # every client accepts both.
     server.streamable_http_app(
         streamable_http_path=MCP_PATH,
+        json_response=True,
         host=settings.server.host,
         max_request_body_size=settings.server.max_body_bytes,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
