@@ -320,6 +320,16 @@ def test_stale_trash_creates_no_trash_folders(vault: Path) -> None:
     assert not (vault / ".trash").exists()
 
 
+def create_a_second_alpha(vault: Path) -> str:
+    """Save "Alpha" beside the existing one: it gets "Alpha 2", whole, and nothing else moves."""
+    rel = create_note_file(vault, "Projects", "Alpha", b"new alpha")
+    assert rel == "Projects/Alpha 2.md"
+    assert (vault / rel).read_bytes() == b"new alpha"
+    assert (vault / "Projects" / "Alpha.md").read_bytes() == OLD
+    assert all_files(vault) == ["Projects/Alpha 2.md", "Projects/Alpha.md"]
+    return rel
+
+
 def test_create_without_hard_links_still_never_overwrites(
     vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -327,11 +337,7 @@ def test_create_without_hard_links_still_never_overwrites(
         raise OSError(errno.EPERM, "hard links not supported here")
 
     monkeypatch.setattr(os, "link", no_links)
-    rel = create_note_file(vault, "Projects", "Alpha", b"new alpha")
-    assert rel == "Projects/Alpha 2.md"
-    assert (vault / rel).read_bytes() == b"new alpha"
-    assert (vault / "Projects" / "Alpha.md").read_bytes() == OLD
-    assert all_files(vault) == ["Projects/Alpha 2.md", "Projects/Alpha.md"]
+    create_a_second_alpha(vault)
 
 
 # --- names that differ only in spelling (issue 11, item 24) -------------------------------
@@ -460,11 +466,11 @@ def test_stale_temp_files_of_ours_are_removed_and_nothing_else(vault: Path, tmp_
     assert (vault / "Projects" / "Alpha.md").read_bytes() == OLD
 
 
-def test_saves_killed_mid_write_leave_temps_that_the_cleanup_removes(vault: Path) -> None:
-    """kill -9 a process that is saving long notes, again and again; then every leftover
-    temp file is ours and goes, and every note that landed is whole."""
+def _kill_savers(vault: Path, prelude: str = "", times: int = 8) -> None:
+    """kill -9, `times` over, a process that saves 4 MB notes into Saves/ as fast as it can."""
     script = (
         "import sys\n"
+        f"{prelude}"
         "from pathlib import Path\n"
         "from vault_brain.vault.writer import create_note_file\n"
         "data = b'x' * 4_000_000\n"
@@ -472,7 +478,7 @@ def test_saves_killed_mid_write_leave_temps_that_the_cleanup_removes(vault: Path
         "while True:\n"
         "    create_note_file(Path(sys.argv[1]), 'Saves', 'Long', data)\n"
     )
-    for i in range(8):
+    for i in range(times):
         proc = subprocess.Popen(
             [sys.executable, "-c", script, str(vault)], stdout=subprocess.PIPE, cwd=REPO
         )
@@ -480,6 +486,13 @@ def test_saves_killed_mid_write_leave_temps_that_the_cleanup_removes(vault: Path
         time.sleep(0.05 + 0.03 * i)
         proc.kill()
         proc.wait()
+
+
+def test_saves_killed_mid_write_leave_temps_that_the_cleanup_removes(vault: Path) -> None:
+    """kill -9 a process that is saving long notes, again and again, where a folder cannot
+    hold a nameless file (a named temp file then); every leftover temp file is ours and
+    goes, and every note that landed is whole."""
+    _kill_savers(vault, prelude="import os\nif hasattr(os, 'O_TMPFILE'): del os.O_TMPFILE\n")
     temps = [p for p in (vault / "Saves").iterdir() if p.name.startswith(".vb-")]
     for path in temps:
         _age(path, 3600)
@@ -546,23 +559,7 @@ def test_a_new_note_shows_no_other_name_to_a_watcher(vault: Path) -> None:
 def test_saves_killed_mid_write_leave_nothing_behind(vault: Path) -> None:
     """kill -9 a process that is saving long notes: a nameless file vanishes with it, so
     no temp file is left for the cleanup, and every note that landed is whole."""
-    script = (
-        "import sys\n"
-        "from pathlib import Path\n"
-        "from vault_brain.vault.writer import create_note_file\n"
-        "data = b'x' * 4_000_000\n"
-        "print('ready', flush=True)\n"
-        "while True:\n"
-        "    create_note_file(Path(sys.argv[1]), 'Saves', 'Long', data)\n"
-    )
-    for i in range(8):
-        proc = subprocess.Popen(
-            [sys.executable, "-c", script, str(vault)], stdout=subprocess.PIPE, cwd=REPO
-        )
-        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
-        time.sleep(0.05 + 0.03 * i)
-        proc.kill()
-        proc.wait()
+    _kill_savers(vault)
     names = [p.name for p in (vault / "Saves").iterdir()]
     assert names and not [n for n in names if n.startswith(".")]
     assert all(p.stat().st_size == 4_000_000 for p in (vault / "Saves").iterdir())
@@ -580,11 +577,7 @@ def test_create_where_nameless_files_are_refused_still_writes_whole_and_never_ov
         return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "open", no_nameless)
-    rel = create_note_file(vault, "Projects", "Alpha", b"new alpha")
-    assert rel == "Projects/Alpha 2.md"
-    assert (vault / rel).read_bytes() == b"new alpha"
-    assert (vault / "Projects" / "Alpha.md").read_bytes() == OLD
-    assert all_files(vault) == ["Projects/Alpha 2.md", "Projects/Alpha.md"]
+    rel = create_a_second_alpha(vault)
     umask = os.umask(0)
     os.umask(umask)
     assert stat.S_IMODE((vault / rel).stat().st_mode) == 0o666 & ~umask
