@@ -157,6 +157,23 @@ def test_a_saved_note_has_its_vectors_within_seconds(vault):
         assert hits[0].id == saved.id
 
 
+def test_the_indexer_copies_the_wal_into_the_index_after_saves_not_the_saves(vault):
+    """The WAL is copied into the database (and synced) by the background thread a moment
+    after saves, on a reader connection, so no save waits for it; in WAL mode nothing
+    else writes the database file."""
+    with Brain(settings_for(vault.root)) as brain, brain.indexer as indexer:
+        assert indexer.wait_idle(30)
+        database = brain.index.path
+        for n in range(200):
+            brain.save(f"Firing {n}", f"Bisque firing {n} at cone 04, glaze firing after.")
+        written = (database.stat().st_size, database.stat().st_mtime_ns)
+        deadline = time.monotonic() + 5.0
+        while (database.stat().st_size, database.stat().st_mtime_ns) == written:
+            assert time.monotonic() < deadline, "nothing copied the WAL after the saves"
+            time.sleep(0.05)
+        assert brain.index.checkpoint()[0]  # and it was all of it, or all but a moment's
+
+
 # --- 6: backlinks -------------------------------------------------------------------------
 
 

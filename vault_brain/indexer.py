@@ -172,6 +172,7 @@ class Indexer:
             if thread is not threading.current_thread():
                 thread.join(timeout)
         self._threads = []
+        self.index.checkpoints_elsewhere(False)  # commits copy the WAL again
         self.lock.release()
         self._role = "stopped"
         log.event("watch_stopped")
@@ -210,6 +211,7 @@ class Indexer:
         watcher = Watcher(self, self.settings, **options)
         self._watcher = watcher
         watcher.start()  # its first job is a full reconcile
+        self.index.checkpoints_elsewhere()  # _run_background copies the WAL after writes
         self._spawn(self._run_background, "vault-brain-background")
         log.event(
             "watch_started",
@@ -532,6 +534,7 @@ class Indexer:
                     _, more = self._embed_round(self.settings.embed.batch_size * 4, 32)
                     if not self._stop.is_set():
                         more |= self.summarize_pending(limit=4) >= 4  # LLM calls take seconds
+                    self._checkpoint()
                     if not more:  # a change signal meanwhile wakes the loop again
                         break
             except Exception as exc:  # a bug must not kill the worker: log it, retry later
@@ -541,6 +544,15 @@ class Indexer:
                 self._stop.wait(1.0)
             finally:
                 self._background_busy = False
+
+    def _checkpoint(self) -> None:
+        """Copy the WAL the saves and syncs wrote into the database, here rather than in a
+        save's commit (see SqliteIndex.checkpoints_elsewhere); a failure only means the WAL
+        stays longer, so it is logged, not raised."""
+        try:
+            self.index.checkpoint()
+        except Unavailable as exc:
+            log.warn("checkpoint_failed", error=log.cut(exc.message, 200))
 
     def _tidy_up(self) -> None:
         """Once the role is ours: temp files left by killed saves (they hold full note
