@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import suppress
+from contextlib import ExitStack, suppress
 from pathlib import Path
 
 from vault_brain import log
@@ -459,39 +459,38 @@ def _create_nameless(folder: Path, data: bytes, names: Callable[[], Iterable[str
     flag = getattr(os, "O_TMPFILE", 0)
     if not flag:
         raise _Unsupported
+    with ExitStack() as opened:
+        # Failing to open the folder is _Unsupported too: the named way reports what is wrong.
+        dir_fd = _open_for_nameless(folder, os.O_RDONLY | os.O_DIRECTORY)
+        opened.callback(os.close, dir_fd)
+        fd = _open_for_nameless(".", flag | os.O_WRONLY, dir_fd=dir_fd)
+        opened.callback(os.close, fd)
+        _write_all(fd, data)
+        os.fsync(fd)
+        for name in names():
+            try:
+                # linkat(AT_SYMLINK_FOLLOW) of /proc's link to the open file: the dir fds
+                # make os.link use linkat, and the name lands in the folder opened.
+                os.link(
+                    f"/proc/self/fd/{fd}",
+                    name,
+                    src_dir_fd=dir_fd,
+                    dst_dir_fd=dir_fd,
+                    follow_symlinks=True,
+                )
+                return name
+            except FileExistsError:
+                continue
+            except OSError as exc:  # no /proc, or links refused here
+                raise _Unsupported from exc
+        return None
+
+
+def _open_for_nameless(path: Path | str, flags: int, dir_fd: int | None = None) -> int:
     try:
-        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        return os.open(path, flags, 0o666, dir_fd=dir_fd)
     except OSError as exc:
-        raise _Unsupported from exc  # the named way reports what is wrong with the folder
-    try:
-        try:
-            fd = os.open(".", flag | os.O_WRONLY, 0o666, dir_fd=dir_fd)
-        except OSError as exc:
-            raise _Unsupported from exc
-        try:
-            _write_all(fd, data)
-            os.fsync(fd)
-            for name in names():
-                try:
-                    # linkat(AT_SYMLINK_FOLLOW) of /proc's link to the open file: the dir fds
-                    # make os.link use linkat, and the name lands in the folder opened.
-                    os.link(
-                        f"/proc/self/fd/{fd}",
-                        name,
-                        src_dir_fd=dir_fd,
-                        dst_dir_fd=dir_fd,
-                        follow_symlinks=True,
-                    )
-                    return name
-                except FileExistsError:
-                    continue
-                except OSError as exc:  # no /proc, or links refused here
-                    raise _Unsupported from exc
-            return None
-        finally:
-            os.close(fd)
-    finally:
-        os.close(dir_fd)
+        raise _Unsupported from exc
 
 
 def _create_from_temp(folder: Path, data: bytes, names: Callable[[], Iterable[str]]) -> str | None:
