@@ -99,11 +99,11 @@ class VectorMatrix:
         k = min(k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
-        hits = [
-            ChunkHit(int(snap.chunks[i]), int(snap.notes[i]), float(scores[i]))
-            for i in top
-            if np.isfinite(scores[i])
-        ]
+        top = top[np.isfinite(scores[top])]
+        # Plain Python numbers in one call per column: a numpy scalar per hit cost 0.2 ms.
+        hits = list(
+            map(ChunkHit, snap.chunks[top].tolist(), snap.notes[top].tolist(), scores[top].tolist())
+        )
         return VectorHits(hits, median, spread)
 
 
@@ -112,6 +112,16 @@ def _noise(scores: np.ndarray) -> tuple[float, float]:
     query, so these describe what "no relation" looks like for this query and model."""
     if scores.size == 0:
         return 0.0, 0.0
-    median = float(np.median(scores))
-    spread = MAD_TO_SIGMA * float(np.median(np.abs(scores - median)))
+    median = _median(scores)
+    spread = MAD_TO_SIGMA * _median(np.abs(scores - median))
     return median, spread
+
+
+def _median(values: np.ndarray) -> float:
+    """np.median's value, from one partition around the middle: np.median partitions
+    around two points for an even count, 7x slower (0.24 against 0.03 ms on 34k cosines)."""
+    k = values.size // 2
+    part = np.partition(values, k)
+    if values.size % 2:
+        return float(part[k])
+    return float((part[:k].max() + part[k]) / 2)
