@@ -329,10 +329,14 @@ class Reads:
         """Obsidian's resolution of a link target (lowercased, without .md): a path (with
         folders) or a file name, the shortest path first, else an alias."""
         if "/" in key:
+            # A path that is the key or ends in "/key" has the key's last part as its stem:
+            # the stem index finds the few candidates, where the LIKE alone read every note
+            # (1.4 ms a key on cpp-docs; an edited note resolves several).
             row = self._one(
-                "SELECT rowid FROM notes WHERE path_key = ? OR path_key LIKE ? ESCAPE '\\' "
+                "SELECT rowid FROM notes WHERE stem_key = ? "
+                "AND (path_key = ? OR path_key LIKE ? ESCAPE '\\') "
                 "ORDER BY length(path), path LIMIT 1",
-                (key, "%/" + _like_prefix(key)),
+                (key.rsplit("/", 1)[-1], key, "%/" + _like_prefix(key)),
             )
         else:
             row = self._one(
