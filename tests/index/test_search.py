@@ -103,6 +103,23 @@ def test_vector_search_finds_paraphrase(vault, make_brain):
     assert not hybrid.degraded and hybrid.hits[0].path == "How-to/Backup.md"
 
 
+def test_an_edited_or_deleted_note_leaves_no_vector_behind(vault, make_brain):
+    for rel, text in NOTES.items():
+        vault.write(rel, text)
+    brain = make_brain(embed={"provider": "local", "strong": "none"})
+    vault.write("How-to/Deploy.md", "# Deploy\n\nShip it on Fridays.\n\n## Rollback\n\nRevert.\n")
+    (vault.root / "How-to/Backup.md").unlink()
+    brain.sync()
+    brain.embed_pending()
+    with brain.index.read() as reads:
+        stored, chunks = reads.vector_count(), reads.counts().chunks
+        _, notes, _ = reads.all_vectors()
+    assert stored == chunks  # one vector per live chunk: none of the old ones remain
+    assert len(set(notes)) == len(NOTES) - 1
+    result = brain.search("nightly base backups pgBackRest WAL archives", mode="vector")
+    assert "How-to/Backup.md" not in [h.path for h in result.hits]
+
+
 def test_changing_the_embedding_model_never_mixes_vectors(vault, make_brain, tmp_path):
     vault.write("a.md", NOTES["How-to/Backup.md"])
     brain = make_brain(embed={"provider": "local"})

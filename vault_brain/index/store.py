@@ -731,7 +731,11 @@ class Writes(Reads):
             self._run(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", chunk_ids)
             for tier in TIERS.values():
                 if self.has_vector_table(tier):
-                    self._run(f"DELETE FROM {tier.table} WHERE rowid IN ({marks})", chunk_ids)
+                    # One rowid at a time: vec0 answers `rowid IN (...)` by reading every
+                    # vector (11.7 ms for a 6-chunk note on cpp-docs' 34k; 0.1 this way).
+                    self._many(
+                        f"DELETE FROM {tier.table} WHERE rowid = ?", [(r,) for r in chunk_ids]
+                    )
                     self.bump_vector_epoch(tier)
             self._run("DELETE FROM chunks WHERE note_rowid = ?", (rowid,))
         self._run("DELETE FROM notes_fts WHERE rowid = ?", (rowid,))
