@@ -3,8 +3,12 @@ queries that match notes whatever their language, on real FTS5 tables and a real
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import sqlean
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vault_brain.index import analysis
 from vault_brain.index.analysis import (
@@ -310,3 +314,10 @@ def test_threads_analysing_at_once_get_what_one_thread_gets():
     for t in threads:
         t.join()
     assert results == [expected] * 4
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127)))
+def test_ascii_text_splits_into_the_words_of_letters_and_digits(text):
+    # ASCII takes a translate-and-split path: the same words as the regex that defines them.
+    assert analysis._split_words(text) == re.findall(r"[A-Za-z0-9]+", text)

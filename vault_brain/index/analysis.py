@@ -200,6 +200,9 @@ _SLOW = re.compile(
     "\ua66f-\ua67d\ua8e0-\ua8f1\ufe00-\ufe0f\ufe20-\ufe2f\U00010000-\U0010ffff]"
 )
 _FAST_WORD = re.compile(r"[^\W_]+")
+# ASCII text: every character but a letter or digit becomes a space, then str.split; the
+# same words as _FAST_WORD, 4x faster (str.translate has a table path for ASCII).
+_ASCII_SPACES = str.maketrans({c: " " for c in map(chr, range(128)) if not c.isalnum()})
 _SPECIAL = re.compile(f"[{_CJK}{_SEA}]")
 
 # Runs of scripts written without spaces are cut into overlapping n-grams: CJK into
@@ -350,7 +353,9 @@ def _runs(text: str) -> Iterable[tuple[str, str]]:
 
 def _split_words(text: str) -> list[str]:
     """Runs of letters, marks and digits (of text with no CJK or Thai)."""
-    if text.isascii() or not _SLOW.search(text):  # isascii: no scan for what cannot be there
+    if text.isascii():
+        return text.translate(_ASCII_SPACES).split()
+    if not _SLOW.search(text):
         return _FAST_WORD.findall(text)
     return _WORD.findall(text)
 
@@ -372,11 +377,10 @@ def analyze(text: str, lang: str) -> str:
     language = _language(lang if lang in LANGUAGES else "en")
     if text.isascii() or not _SPECIAL.search(text):
         tokens = _split_words(text)
-        forms = list(map(language.cache.get, tokens))  # most words were seen before
-        if None in forms:
-            form = language.form
-            forms = [f if f is not None else form(t) for f, t in zip(forms, tokens, strict=True)]
-        return " ".join(filter(None, forms))
+        try:  # most words were seen before
+            return " ".join(filter(None, map(language.cache.__getitem__, tokens)))
+        except KeyError:
+            return " ".join(filter(None, map(language.form, tokens)))
     out: list[str] = []
     for kind, token in _runs(text):
         if kind == "word":
