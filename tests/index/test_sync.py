@@ -274,3 +274,41 @@ def test_resolving_many_link_keys_at_once_gives_what_one_at_a_time_gives(vault, 
         at_once = reads.key_resolver()
         assert [at_once(k) for k in keys] == [reads.resolve_key(k) for k in keys]
         assert reads.resolve_key("b/note") is not None  # the rule is exercised, not all None
+
+
+def _chain(vault, count: int) -> None:
+    """`count` notes, each linking to the next and the one before (links across batches)."""
+    for i in range(count):
+        vault.write(
+            f"n/{i:04d}.md",
+            f"# Note {i}\n\nNext: [[{(i + 1) % count:04d}]], [[{(i - 1) % count:04d}]].\n",
+        )
+
+
+def test_a_pass_of_many_batches_resolves_every_link(vault, make_brain):
+    from vault_brain.index.sync import BATCH_NOTES, LINKS_PENDING
+
+    count = 2 * BATCH_NOTES + 50  # more than one transaction
+    _chain(vault, count)
+    brain = make_brain()
+    links = brain.snapshot()["links"]
+    assert len(links) == 2 * count
+    assert all(target == f"n/{key}.md" for _, _, key, _, _, _, target in links)
+    with brain.index.read() as r:
+        assert r.get_meta(LINKS_PENDING) is None
+
+
+def test_links_left_unresolved_by_a_cut_short_pass_are_resolved_by_the_next_sync(vault, make_brain):
+    from vault_brain.index.sync import LINKS_PENDING
+
+    _chain(vault, 30)
+    brain = make_brain()
+    expected = brain.snapshot()
+    # What a pass killed between its batches and its end leaves behind.
+    with brain.index.transaction() as w:
+        w._run("UPDATE links SET target_rowid = NULL")
+        w.set_meta(LINKS_PENDING, "1")
+    assert brain.snapshot() != expected
+    assert brain.sync().changed == 0
+    assert brain.snapshot() == expected
+    assert brain.snapshot() == _fresh_snapshot(brain, make_brain)

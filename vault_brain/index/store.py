@@ -919,6 +919,11 @@ class Writes(Reads):
             changed += cur.rowcount  # type: ignore[attr-defined]
         return changed
 
+    def resolve_every_link(self) -> int:
+        """Re-resolve every link of the index (after a pass that was cut short)."""
+        keys = {r[0] for r in self._all("SELECT DISTINCT target_key FROM links")}
+        return self.resolve_links(keys)
+
     def _link_keys_where(self, column: str, values: Sequence[object]) -> set[str]:
         """The distinct link target keys of links whose `column` is one of `values`."""
         found: set[str] = set()

@@ -32,6 +32,9 @@ PARALLEL_MIN = 400  # files to parse before worker processes pay for their start
 MAX_WORKERS = 4
 BATCH_NOTES = 200  # notes per transaction: each note is whole, commits stay cheap
 BATCH_SECONDS = 0.5  # ... and short, so another process's save never waits long
+# Set while a pass of many batches has stored notes whose links it resolves only at its
+# end; a pass killed before then leaves it set, and the next sync resolves every link.
+LINKS_PENDING = "links_pending"
 
 
 @dataclass
@@ -213,18 +216,34 @@ class Syncer:
                     self._delete(w, path, indexed[path].rowid, batch)
                     report.removed += 1
                 w.resolve_links(batch.keys, batch.rowids)
+        with self.index.read() as r:
+            interrupted = bool(r.get_meta(LINKS_PENDING))
+        if interrupted:
+            with self.index.transaction() as w:
+                w.resolve_every_link()
+                w.set_meta(LINKS_PENDING, None)
+        # A pass of many batches resolves links once, at its end: resolving per batch
+        # re-read every note indexed so far each time (2 s of a cpp-docs first index).
+        deferred = _Touched() if len(jobs) > BATCH_NOTES else None
         done = chunks = 0
         if progress is not None and jobs:
             progress(SyncProgress("parse", 0, len(jobs)))
         for prepared in _batches(self._prepare_all(jobs)):
             with self.index.transaction() as w:
-                batch = _Touched()
+                batch = _Touched() if deferred is None else deferred
+                if deferred is not None and not done:
+                    w.set_meta(LINKS_PENDING, "1")
                 for item in prepared:
                     chunks += self._store(w, item, indexed.get(item.stat.path), report, batch)
-                w.resolve_links(batch.keys, batch.rowids)
+                if deferred is None:
+                    w.resolve_links(batch.keys, batch.rowids)
             done += len(prepared)
             if progress is not None:
                 progress(SyncProgress("parse", done, len(jobs), chunks))
+        if deferred is not None:
+            with self.index.transaction() as w:
+                w.resolve_links(deferred.keys, deferred.rowids)
+                w.set_meta(LINKS_PENDING, None)
         return report
 
     def _prepare_all(self, jobs: list[tuple[FileStat, str | None]]) -> Iterator[Prepared]:
