@@ -72,7 +72,8 @@ Progress = Callable[[SyncProgress], None]
 class Syncer:
     """Applies file changes to the index. Reading and parsing happen outside any write
     transaction; each transaction stores a batch of whole notes (never half of one) and
-    re-resolves the links the batch touched before it commits."""
+    re-resolves the links the batch touched before it commits; a pass of many batches
+    (a first index) resolves them once, after its last batch."""
 
     def __init__(self, index: SqliteIndex, settings: Settings, *, summarize: bool = False) -> None:
         self.index = index
