@@ -377,10 +377,11 @@ def analyze(text: str, lang: str) -> str:
     language = _language(lang if lang in LANGUAGES else "en")
     if text.isascii() or not _SPECIAL.search(text):
         tokens = _split_words(text)
-        try:  # most words were seen before
-            return " ".join(filter(None, map(language.cache.__getitem__, tokens)))
-        except KeyError:
-            return " ".join(filter(None, map(language.form, tokens)))
+        forms = list(map(language.cache.get, tokens))  # most words were seen before
+        if None in forms:
+            form = language.form
+            forms = [f if f is not None else form(t) for f, t in zip(forms, tokens, strict=True)]
+        return " ".join(filter(None, forms))
     out: list[str] = []
     for kind, token in _runs(text):
         if kind == "word":
