@@ -102,6 +102,13 @@ class Syncer:
                 w.clear_notes()
         with self.index.read() as r:
             indexed = r.load_stats()
+            interrupted = bool(r.get_meta(LINKS_PENDING))
+        if interrupted:
+            # A pass of many batches was cut short before it resolved its links. Only the
+            # indexer-lock holder runs big passes and sync_all, so none is under way now.
+            with self.index.transaction() as w:
+                w.resolve_every_link()
+                w.set_meta(LINKS_PENDING, None)
         report = self._apply(
             {f.path: f for f in scan.files}, indexed, scan.unreadable_dirs, full, progress
         )
@@ -217,12 +224,6 @@ class Syncer:
                     self._delete(w, path, indexed[path].rowid, batch)
                     report.removed += 1
                 w.resolve_links(batch.keys, batch.rowids)
-        with self.index.read() as r:
-            interrupted = bool(r.get_meta(LINKS_PENDING))
-        if interrupted:
-            with self.index.transaction() as w:
-                w.resolve_every_link()
-                w.set_meta(LINKS_PENDING, None)
         # A pass of many batches resolves links once, at its end: resolving per batch
         # re-read every note indexed so far each time (2 s of a cpp-docs first index).
         deferred = _Touched() if len(jobs) > BATCH_NOTES else None
