@@ -33,7 +33,7 @@ MAX_WORKERS = 4
 BATCH_NOTES = 200  # notes per transaction: each note is whole, commits stay cheap
 BATCH_SECONDS = 0.5  # ... and short, so another process's save never waits long
 # Set while a pass of many batches has stored notes whose links it resolves only at its
-# end; a pass killed before then leaves it set, and the next sync resolves every link.
+# end; a pass killed before then leaves it set, and the next sync_all resolves every link.
 LINKS_PENDING = "links_pending"
 
 
