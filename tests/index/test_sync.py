@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 
+from vault_brain.index.sync import BATCH_NOTES, LINKS_PENDING
 from vault_brain.service import Brain
 
 NOTE_A = """---
@@ -286,8 +287,6 @@ def _chain(vault, count: int) -> None:
 
 
 def test_a_pass_of_many_batches_resolves_every_link(vault, make_brain):
-    from vault_brain.index.sync import BATCH_NOTES, LINKS_PENDING
-
     count = 2 * BATCH_NOTES + 50  # more than one transaction
     _chain(vault, count)
     brain = make_brain()
@@ -299,8 +298,6 @@ def test_a_pass_of_many_batches_resolves_every_link(vault, make_brain):
 
 
 def test_links_left_unresolved_by_a_cut_short_pass_are_resolved_by_the_next_sync(vault, make_brain):
-    from vault_brain.index.sync import LINKS_PENDING
-
     _chain(vault, 30)
     brain = make_brain()
     expected = brain.snapshot()
