@@ -96,6 +96,34 @@ def _graph() -> dict[str, set[str]]:
     return {name: _runtime_imports(path, known) - {name} for name, path in modules.items()}
 
 
+# Modules every layer may import: they import nothing of ours but each other.
+LEAVES = (
+    "vault_brain.text",
+    "vault_brain.config",
+    "vault_brain.checks",
+    "vault_brain.contract",
+    "vault_brain.endpoint",
+    "vault_brain.errors",
+    "vault_brain.log",
+    "vault_brain.records",
+)
+
+
+def _is_leaf(module: str) -> bool:
+    return any(module == leaf or module.startswith(leaf + ".") for leaf in LEAVES)
+
+
+def test_leaves_import_nothing_of_ours_but_other_leaves():
+    """Imports under TYPE_CHECKING count too: a leaf is read without the layers above."""
+    for path in _modules(""):
+        name = _module_name(path)
+        if not _is_leaf(name):
+            continue
+        ours = {m for m in _imports(path) if m.split(".")[0] == "vault_brain"}
+        bad = {m for m in ours if not _is_leaf(m) and m != "vault_brain"}
+        assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
+
+
 def test_the_truth_and_the_index_import_nothing_from_the_layers_above_them():
     above = (
         "vault_brain.service",

@@ -308,7 +308,7 @@ def _validate(s: Settings, problems: list[str]) -> None:
         problems.append("embed.strong_max_tokens: must be between 16 and 512")
     if s.chunk.overlap >= s.chunk.max_tokens:
         problems.append("chunk.overlap: must be smaller than chunk.max_tokens")
-    from vault_brain.index.analysis import LANGUAGES, normalize_language
+    from vault_brain.text.analysis import LANGUAGES, normalize_language
 
     languages = []
     for raw in s.text.languages:

@@ -68,7 +68,7 @@ class NoteRow:
     body_hash: str
     version: str
     summary_pending: bool
-    lang: str = ""  # the language its full text was analysed in (index/analysis.py)
+    lang: str = ""  # the language its full text was analysed in (text/analysis.py)
     fts: tuple[str, str, str] | None = None  # analysed (title, headings, body) of the note
 
 

@@ -97,9 +97,26 @@ def filter_sql(filters: Filters, alias: str = "n") -> tuple[str, list[object]]:
 def match_expression(query: TextQuery) -> str:
     """FTS5 MATCH text for an analysed query: every form quoted (no syntax from user text;
     a trailing * makes a prefix), the forms of one word ORed, the words ORed."""
-    from vault_brain.index.analysis import match_expression as expression
+    return match_groups(query.groups) or '""'
 
-    return expression(query.groups) or '""'
+
+def match_groups(groups: Sequence[tuple[str, ...]]) -> str | None:
+    """Groups of forms as an FTS5 MATCH expression: the forms of a group ORed in
+    parentheses, groups ORed (bm25 then ranks by how many groups a text has); every form
+    quoted; None for no groups."""
+    if not groups:
+        return None
+    parts = []
+    for forms in groups:
+        quoted = [_quote(form) for form in forms]
+        parts.append(quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")")
+    return " OR ".join(parts)
+
+
+def _quote(form: str) -> str:
+    """A form as an FTS5 string; a trailing "*" (from query_grams) makes it a prefix."""
+    star = "*" if form.endswith("*") else ""
+    return '"' + form.rstrip("*").replace('"', '""') + '"' + star
 
 
 def _info(row: Sequence) -> NoteInfo:
@@ -509,14 +526,12 @@ class Reads:
 
     def text_matches(self, query: TextQuery, note_rowids: Sequence[int]) -> dict[int, set[int]]:
         """For each of these notes, which groups of the query its whole text holds."""
-        from vault_brain.index.analysis import match_expression as expression
-
         found: dict[int, set[int]] = {}
         if not note_rowids:
             return found
         marks = ",".join("?" * len(note_rowids))
         for i, group in enumerate(query.groups):
-            match = expression([group])
+            match = match_groups([group])
             if not match:
                 continue
             # `+rowid`: the list is filtered after one MATCH. A plain `rowid IN` is handed to

@@ -1,5 +1,5 @@
 """The full-text arm: the question analysed in every language the vault's notes were
-analysed in (index/analysis.py), bm25 over chunks and over whole notes (FTS5).
+analysed in (text/analysis.py), bm25 over chunks and over whole notes (FTS5).
 
 A note's score mixes its best chunk's bm25 with its whole text's bm25 (its notes_fts row),
 each min-max normalised: (1 - note_weight) · chunk + note_weight · note, so evidence spread
@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vault_brain.config import TextSettings
-from vault_brain.index import analysis
 from vault_brain.index.records import TextQuery
 from vault_brain.index.store import Reads
 from vault_brain.index.text import vault_languages
 from vault_brain.search.base import ArmResult, NoteHit, Request, collapse
 from vault_brain.search.calibration import idf_weights, text_coverage
+from vault_brain.text import analysis
 
 
 def text_query(reads: Reads, query: str) -> TextQuery:

@@ -16,12 +16,12 @@ from vault_brain.config import SearchSettings
 from vault_brain.index.db import SqliteIndex
 from vault_brain.index.records import Filters
 from vault_brain.index.store import Reads
-from vault_brain.index.text import query_terms
 from vault_brain.records import Hit
 from vault_brain.search.base import Arm, ArmResult, NoteHit, Request
 from vault_brain.search.calibration import text_evidence
 from vault_brain.search.fusion import FUSERS
 from vault_brain.search.snippets import make_snippet
+from vault_brain.text.analysis import query_terms
 
 # Which arms each mode runs; a mode whose arms all step aside falls back to full text.
 MODE_ARMS = {"hybrid": ("fts", "vector"), "fts": ("fts",), "vector": ("vector",)}

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from vault_brain.vault.secrets import find_secret
+from vault_brain.text.secrets import find_secret
 
 # Built from parts so that this file does not itself trip secret scanners.
 GITHUB = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"
