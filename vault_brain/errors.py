@@ -53,3 +53,7 @@ class ConfigError(InvalidInput):
     def __init__(self, problems: list[str]) -> None:
         self.problems = list(problems)
         super().__init__("invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+class IndexDamaged(Unavailable):
+    """The index is damaged; it is rebuilt from the files (nothing is lost)."""

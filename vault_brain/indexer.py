@@ -3,8 +3,9 @@ runs next (file events, tool writes, the vector and summary queues).
 
 Who writes the index (docs/ARCHITECTURE.md says it at length):
 
-1. The process that holds the vault's indexer lock (`lock.py`) runs all background index
-   work: the watcher's syncs and reconciles, the vector queue, the summary queue.
+1. The process that holds the vault's indexer lock (the index's `indexer_lock`: an flock
+   beside a SQLite file) runs all background index work: the watcher's syncs and
+   reconciles, the vector queue, the summary queue.
 2. Any process indexes the files it has itself just written through `vault/` at once, so
    a save is findable when it returns (read-your-writes). That sync is idempotent; the
    lock holder re-checks the same path when its file event arrives.
@@ -31,10 +32,9 @@ from vault_brain import log
 from vault_brain.config import Settings
 from vault_brain.embed.base import Embedder
 from vault_brain.errors import Unavailable
-from vault_brain.index.db import IndexDamaged, SqliteIndex
-from vault_brain.index.store import TIERS
+from vault_brain.index.port import Index
+from vault_brain.index.records import STRONG
 from vault_brain.index.sync import Progress, Syncer, SyncProgress, SyncReport
-from vault_brain.lock import IndexerLock, indexer_alive, indexer_lock_path
 from vault_brain.records import Indexing
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ class Indexer:
     def __init__(
         self,
         settings: Settings,
-        index: SqliteIndex,
+        index: Index,
         embedder: Embedder | None,
         summarizer: Summarizer | None,
         strong: Embedder | None = None,
@@ -97,7 +97,7 @@ class Indexer:
         self.embedder = embedder
         self.strong = strong  # the strong tier, embedding in the background after the instant one
         self.summarizer = summarizer
-        self.lock = IndexerLock(indexer_lock_path(settings))
+        self.lock = index.indexer_lock
         self.lock_retry_seconds = LOCK_RETRY_SECONDS
         self.health_check_seconds: float | None = None  # None: the watcher's default
         self.embed_backoff = Backoff()
@@ -123,7 +123,7 @@ class Indexer:
         self._last_sync = 0.0
         self._synced = threading.Event()  # a full stat pass has completed in this process
         self._progress_published = 0.0
-        self._checked = False  # the full-text index's integrity was checked in this process
+        self._checked = False  # the index was checked for damage (repair) in this process
 
     # -- role ----------------------------------------------------------------------------
 
@@ -142,7 +142,7 @@ class Indexer:
 
     def watched(self) -> bool:
         """Some process (this one or another) keeps the index in step right now."""
-        return self.live or indexer_alive(self.settings)
+        return self.live or self.lock.taken()
 
     def start(self) -> None:
         """Take the indexer role if the lock is free, else wait for it as a reader (a thread
@@ -155,7 +155,7 @@ class Indexer:
                 self._become_indexer()
                 return
             self._role = "reader"
-            log.event("watch_reader", lock=str(self.lock.path))
+            log.event("watch_reader", lock=self.lock.where)
             self._spawn(self._wait_for_role, "vault-brain-lock-retry")
 
     def stop(self, timeout: float | None = None) -> None:
@@ -172,7 +172,7 @@ class Indexer:
             if thread is not threading.current_thread():
                 thread.join(timeout)
         self._threads = []
-        self.index.checkpoints_elsewhere(False)  # commits copy the WAL again
+        self.index.maintain_in_background(False)  # commits do the chores again
         self.lock.release()
         self._role = "stopped"
         log.event("watch_stopped")
@@ -197,7 +197,7 @@ class Indexer:
                 if self._stop.is_set():
                     self.lock.release()
                     return
-                log.event("watch_takeover", lock=str(self.lock.path))
+                log.event("watch_takeover", lock=self.lock.where)
                 self._become_indexer()
             return
 
@@ -208,10 +208,10 @@ class Indexer:
         options = {}
         if self.health_check_seconds is not None:
             options["health_check_seconds"] = self.health_check_seconds
-        watcher = Watcher(self, self.settings, **options)
+        watcher = Watcher(self, self.settings, index_folder=self.index.folder, **options)
         self._watcher = watcher
         watcher.start()  # its first job is a full reconcile
-        self.index.checkpoints_elsewhere()  # _run_background copies the WAL after writes
+        self.index.maintain_in_background()  # _run_background does the chores after writes
         self._spawn(self._run_background, "vault-brain-background")
         log.event(
             "watch_started",
@@ -231,7 +231,8 @@ class Indexer:
         """A full stat pass (incremental; `full` re-parses every note), under the lock."""
         with self._pass_lock, self._holding_lock():
             if not self._checked:
-                full = self._repair_if_damaged() or full
+                self._checked = True
+                full = self.index.repair() or full
             report = self._syncer.sync_all(full=full, progress=self._tracking(progress))
             self._last_sync = time.monotonic()
         self._synced.set()
@@ -241,21 +242,6 @@ class Indexer:
             "sync", scanned=report.scanned, **report.counts(), skipped=report.skipped, ms=report.ms
         )
         return report
-
-    def _repair_if_damaged(self) -> bool:
-        """Once per process, before its first full pass (and again after a read met
-        damage): FTS5's integrity check. Damaged pages give wrong answers silently, so a
-        damaged full-text table is dropped and the pass becomes a full rebuild."""
-        self._checked = True
-        try:
-            with self.index.transaction() as w:
-                w.check_text_index()
-            return False
-        except IndexDamaged as exc:
-            log.warn("index_damaged", part="full text", error=log.cut(exc.message, 200))
-        with self.index.transaction() as w:
-            w.reset_text_index()
-        return True
 
     def damaged(self) -> None:
         """A read met damage: check (and rebuild) on the next full pass, soon if live."""
@@ -398,7 +384,7 @@ class Indexer:
             found = Indexing(int(record["done"]), int(record["total"]))
         except (ValueError, TypeError, KeyError):
             return None
-        if not self.live and not indexer_alive(self.settings):
+        if not self.live and not self.lock.taken():
             return None
         return found
 
@@ -454,7 +440,7 @@ class Indexer:
             return 0, 0
         with self.index.read() as r:
             counts = r.counts()
-            held = r.vectors_model(TIERS["strong"])
+            held = r.vectors_model(STRONG)
         if held is None or held[0] != self.strong.name:
             return 0, counts.chunks
         return counts.strong_vectors, counts.chunks
@@ -477,7 +463,7 @@ class Indexer:
         try:
             while limit is None or written < limit:
                 size = batch if limit is None else min(batch, limit - written)
-                n = embed_batch(self.index, embedder, size, TIERS[name])
+                n = embed_batch(self.index, embedder, size, name)
                 written += n
                 if n < size:  # the queue ran dry: no second look at an empty one
                     break
@@ -534,7 +520,7 @@ class Indexer:
                     _, more = self._embed_round(self.settings.embed.batch_size * 4, 32)
                     if not self._stop.is_set():
                         more |= self.summarize_pending(limit=4) >= 4  # LLM calls take seconds
-                    self._checkpoint()
+                    self._maintain()
                     if not more:  # a change signal meanwhile wakes the loop again
                         break
             except Exception as exc:  # a bug must not kill the worker: log it, retry later
@@ -545,14 +531,15 @@ class Indexer:
             finally:
                 self._background_busy = False
 
-    def _checkpoint(self) -> None:
-        """Copy the WAL the saves and syncs wrote into the database, here rather than in a
-        save's commit (see SqliteIndex.checkpoints_elsewhere); a failure only means the WAL
-        stays longer, so it is logged, not raised."""
+    def _maintain(self) -> None:
+        """The index's routine chores (SQLite: copy the WAL the saves and syncs wrote into
+        the database), here rather than in a save's commit (see
+        Index.maintain_in_background); a failure only means they wait for the next round,
+        so it is logged, not raised."""
         try:
-            self.index.checkpoint()
+            self.index.maintain()
         except Unavailable as exc:
-            log.warn("checkpoint_failed", error=log.cut(exc.message, 200))
+            log.warn("maintenance_failed", error=log.cut(exc.message, 200))
 
     def _tidy_up(self) -> None:
         """Once the role is ours: temp files left by killed saves (they hold full note

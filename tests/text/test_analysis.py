@@ -1,7 +1,7 @@
 """Language-aware analysis (text/analysis.py): stemming, stopwords, scripts, detection,
 the words of a question, and queries that find notes whatever their language through a real
 Brain. How a backend matches the analysed terms is tested with the backend
-(tests/index/test_fts_match.py for SQLite's FTS5)."""
+(tests/index/sqlite/test_fts_match.py for SQLite's FTS5)."""
 
 from __future__ import annotations
 

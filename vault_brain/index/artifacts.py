@@ -1,6 +1,7 @@
-"""Derived files kept in the index folder beside index.db, disposable like it: what a model
-builds when it loads (the e5 graph), so that the next process reads it instead of building
-it again. Written atomically; a folder that cannot take them costs only time."""
+"""Derived files kept between processes, disposable like the index: what a model builds
+when it loads (the e5 graph), so that the next process reads it instead of building it
+again. Written atomically; a folder that cannot take them costs only time. Where they go is
+`Settings.artifacts_path` (today beside a SQLite index file); no index backend holds them."""
 
 from __future__ import annotations
 

@@ -1,12 +1,19 @@
-"""The records that cross the index's border: what callers give it and what it gives back.
+"""The records that cross the index's border (index/port.py): what callers give it and what
+it gives back.
 
-Plain frozen dataclasses with no SQL in them, so a second implementation of the index (a
-Postgres one for team brains) can take and return the same things.
+Plain frozen dataclasses with no SQL in them, so every backend (SQLite today, Postgres for
+team brains) takes and returns the same things. A note's `rowid` and a chunk's
+`chunk_rowid` are the integer keys the backend gives them, stable while they stay indexed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+# Embedding tiers, by name: the instant model answers at once, the strong one takes over
+# once it covers the vault. Where a tier's vectors live is each backend's business.
+INSTANT, STRONG = "instant", "strong"
+TIERS = (INSTANT, STRONG)
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,27 @@ class TextQuery:
 
     def __bool__(self) -> bool:
         return bool(self.groups)
+
+
+@dataclass(frozen=True)
+class TextHit:
+    """One note the full-text question found."""
+
+    note_rowid: int
+    chunk_rowid: int  # its best chunk: the snippet comes from it
+    score: float  # higher is better, on the backend's own scale
+    matched: frozenset[int] = frozenset()  # the query's groups its whole text holds
+
+
+@dataclass(frozen=True)
+class TextRanking:
+    """The full-text arm's answer: notes best first, and what the calibration weighs
+    their words with (search/calibration.py). `matched` is filled for the best `evidence`
+    notes asked for; `notes` and `doc_freq` whenever a note was found."""
+
+    hits: list[TextHit] = field(default_factory=list)
+    notes: int = 0  # notes in the index
+    doc_freq: tuple[int, ...] = ()  # per group of the query: notes whose text holds it
 
 
 @dataclass(frozen=True)
@@ -122,7 +150,7 @@ class LinkInfo:
 class ChunkHit:
     chunk_rowid: int
     note_rowid: int
-    score: float  # higher is better (full text: -bm25; vectors: cosine similarity)
+    score: float  # higher is better (vectors: cosine similarity)
 
 
 @dataclass(frozen=True)

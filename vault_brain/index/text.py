@@ -1,5 +1,5 @@
-"""The full text's bookkeeping in the index: which analyser and languages its text was
-analysed with, and which languages a question must be analysed in.
+"""The full text's bookkeeping in the index, for every backend: which analyser and
+languages its text was analysed with, and which languages a question is analysed in.
 
 Analysis itself (languages, stemming, stopwords, CJK and Thai n-grams) lives in
 `text/analysis.py` as pure functions; this module ties it to the index: the languages a
@@ -17,40 +17,31 @@ from typing import TYPE_CHECKING
 from vault_brain.text import analysis
 
 if TYPE_CHECKING:
-    from vault_brain.index.store import Reads, Writes
+    from vault_brain.index.port import Meta, MetaWrites
 
-__all__ = ["analyzer_changed", "mark_analyzed", "vault_languages"]
+__all__ = ["analyzer_changed", "languages_of", "mark_analyzed"]
 
 
-def analyzer_changed(reads: Reads, configured: Sequence[str]) -> bool:
+def analyzer_changed(reads: Meta, configured: Sequence[str]) -> bool:
     """True when the index was analysed by another analyser version or for other
     configured languages (or never): the next sync must re-analyse every note."""
     return reads.get_meta("text_analyzer") != analysis.identity(configured)
 
 
-def mark_analyzed(writes: Writes, configured: Sequence[str]) -> None:
+def mark_analyzed(writes: MetaWrites, configured: Sequence[str]) -> None:
     """Record, after a full sync, what the index's full text was analysed with."""
     writes.set_meta("text_analyzer", analysis.identity(configured))
     writes.set_meta("text_languages", json.dumps(list(configured)))
 
 
-def vault_languages(reads: Reads) -> tuple[tuple[str, ...], str | None]:
-    """The languages the index's notes were analysed in (most notes first) plus the
-    configured ones, and the main language (the one most notes are in). Read from the
-    index, never from a caller's settings, so every process matches what was written;
-    remembered until the index changes (counting them took 0.3 ms of every search)."""
-    return reads.per_version("vault_languages", lambda: _vault_languages(reads))
-
-
-def _vault_languages(reads: Reads) -> tuple[tuple[str, ...], str | None]:
-    return languages_of(reads.note_languages(), reads.get_meta("text_languages"))
-
-
 def languages_of(
     counts: Mapping[str, int], configured_json: str | None
 ) -> tuple[tuple[str, ...], str | None]:
-    """(the vault's languages, most notes first, then the configured ones; the main
-    language) from the notes per language and the recorded configured languages."""
+    """A backend's `vault_languages()` (index/port.py's TextSearch) from its notes per
+    language and the configured languages mark_analyzed recorded (meta "text_languages"):
+    the languages the notes were analysed in, most notes first, then the configured ones;
+    and the main language (the one most notes are in). Read from the index, never from a
+    caller's settings, so every process matches what the indexer wrote."""
     configured = json.loads(configured_json or "[]")
     ordered = sorted(counts, key=lambda lang: (-counts[lang], lang))
     languages = tuple(dict.fromkeys([*ordered, *configured]))

@@ -1,4 +1,5 @@
-"""One indexer per vault: an OS file lock in the index folder.
+"""One indexer per vault, for the SQLite backend: an OS file lock beside the index file
+(index/port.py's `RoleLock`).
 
 Several processes may open one vault (a stdio server per client window plus a watcher).
 The first to take `<index dir>/indexer.lock` writes the index; the others only read. The
@@ -16,15 +17,9 @@ from pathlib import Path
 import filelock
 
 from vault_brain import log
-from vault_brain.config import Settings
 from vault_brain.errors import Unavailable
 
-LOCK_NAME = "indexer.lock"
-
-
-def indexer_lock_path(settings: Settings) -> Path:
-    """The lock lives next to the index it guards (default <vault>/.vault-brain/)."""
-    return settings.index_path.parent / LOCK_NAME
+LOCK_NAME = "indexer.lock"  # beside the index file it guards (default <vault>/.vault-brain/)
 
 
 class IndexerLock:
@@ -44,6 +39,10 @@ class IndexerLock:
             # Keeping the file avoids the unlink-while-another-waits race of deleting it.
             preserve_lock_file=True,
         )
+
+    @property
+    def where(self) -> str:
+        return str(self.path)
 
     @property
     def held(self) -> bool:
@@ -71,31 +70,31 @@ class IndexerLock:
             self._lock.release(force=True)
             log.event("indexer_lock_released", path=str(self.path), pid=os.getpid())
 
+    def taken(self) -> bool:
+        """True when some process (maybe this one) holds the lock.
+
+        Readers use it to decide whether to sync before a search themselves. The probe takes
+        and drops the lock at once; a would-be indexer that loses that instant race simply
+        retries on its next attempt.
+        """
+        if self.held:
+            return True
+        if not self.path.exists():
+            return False
+        probe = filelock.FileLock(
+            str(self.path), thread_local=False, blocking=False, preserve_lock_file=True
+        )
+        try:
+            probe.acquire(blocking=False)
+        except filelock.Timeout:
+            return True
+        except OSError:
+            return False
+        probe.release(force=True)
+        return False
+
     def __enter__(self) -> IndexerLock:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.release()
-
-
-def indexer_alive(settings: Settings) -> bool:
-    """True when some process (maybe this one) holds the indexer lock.
-
-    Readers use it to decide whether to sync before a search themselves. The probe takes
-    and drops the lock at once; a would-be indexer that loses that instant race simply
-    retries on its next attempt.
-    """
-    path = indexer_lock_path(settings)
-    if not path.exists():
-        return False
-    probe = filelock.FileLock(
-        str(path), thread_local=False, blocking=False, preserve_lock_file=True
-    )
-    try:
-        probe.acquire(blocking=False)
-    except filelock.Timeout:
-        return True
-    except OSError:
-        return False
-    probe.release(force=True)
-    return False

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 from vault_brain.errors import Unavailable
-from vault_brain.index.db import connect
+from vault_brain.index.sqlite.db import connect
 
 
 def write_notes(vault, count: int = 400) -> None:
@@ -40,7 +40,7 @@ def test_damaged_full_text_pages_are_found_and_rebuilt_on_the_next_pass(vault, m
     brain = make_brain()
     want, before = answers(brain), brain.snapshot()
     brain.close()
-    damage_fts(brain.index_path)
+    damage_fts(brain.settings.index_path)
     repaired = make_brain(sync=False, index={"fresh_read_seconds": 3600})
     repaired.sync()
     assert answers(repaired) == want
@@ -52,7 +52,7 @@ def test_a_read_that_meets_damage_says_unavailable_and_the_next_pass_repairs(vau
     brain = make_brain()
     want = answers(brain)
     brain.close()
-    damage_fts(brain.index_path)
+    damage_fts(brain.settings.index_path)
     damaged = make_brain(sync=False, index={"fresh_read_seconds": 3600})
     seen = []
     for _ in range(3):

@@ -9,8 +9,8 @@ import sqlean
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vault_brain.index.schema import FTS_TOKENIZE
-from vault_brain.index.store import match_groups
+from vault_brain.index.sqlite.fulltext import match_groups
+from vault_brain.index.sqlite.schema import FTS_TOKENIZE
 from vault_brain.text.analysis import (
     MAX_QUERY_GRAMS,
     MAX_QUERY_TERMS,
