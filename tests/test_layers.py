@@ -99,7 +99,6 @@ BACKEND_FREE = {
         "chunking",
         "prepare",
         "workers",
-        "artifacts",
     )
 }
 
@@ -136,3 +135,131 @@ def test_search_and_the_indexer_see_the_index_only_through_its_port():
         for path in _modules(part):
             bad = _index_modules(path) - ok
             assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
+
+
+def test_only_vault_writes_files_into_the_vault():
+    writers = ("write_text", "write_bytes", "os.replace", "os.rename", "shutil.move", "os.link")
+    for path in _modules(""):
+        rel = path.relative_to(PKG)
+        if (
+            rel.parts[0] in ("vault",)
+            or rel.name == "cli.py"
+            # the per-user trust record (~/.config/vault-brain/trusted.json), never the vault
+            or rel.name == "config.py"
+            # built model files in the user's cache folder (embed.cache_dir), never the vault
+            or rel.as_posix() == "embed/cache.py"
+            or rel.parts[0] == "index"
+        ):
+            continue
+        source = path.read_text()
+        found = [w for w in writers if w in source]
+        assert not found, f"{rel} writes files ({found}); only vault/ may"
+
+
+def _runtime_imports(path: Path, known: set[str]) -> set[str]:
+    """Our modules imported at run time (imports under `if TYPE_CHECKING:` are left out).
+    `from package import module` imports that module, not the package's __init__."""
+    tree = ast.parse(path.read_text())
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped |= {id(n) for child in node.body for n in ast.walk(child)}
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            subs = {f"{node.module}.{a.name}" for a in node.names} & known
+            names |= subs or {node.module}
+    return names & known
+
+
+def _module_name(path: Path) -> str:
+    parts = ["vault_brain", *path.relative_to(PKG).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in _modules("")}
+    known = set(modules)
+    return {name: _runtime_imports(path, known) - {name} for name, path in modules.items()}
+
+
+# Modules every layer may import: they import nothing of ours but each other.
+LEAVES = (
+    "vault_brain.text",
+    "vault_brain.config",
+    "vault_brain.checks",
+    "vault_brain.contract",
+    "vault_brain.endpoint",
+    "vault_brain.errors",
+    "vault_brain.log",
+    "vault_brain.records",
+)
+
+
+def _is_leaf(module: str) -> bool:
+    return any(module == leaf or module.startswith(leaf + ".") for leaf in LEAVES)
+
+
+def test_leaves_import_nothing_of_ours_but_other_leaves():
+    """Imports under TYPE_CHECKING count too: a leaf is read without the layers above."""
+    for path in _modules(""):
+        name = _module_name(path)
+        if not _is_leaf(name):
+            continue
+        ours = {m for m in _imports(path) if m.split(".")[0] == "vault_brain"}
+        bad = {m for m in ours if not _is_leaf(m) and m != "vault_brain"}
+        assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
+
+
+def test_the_truth_and_the_index_import_nothing_from_the_layers_above_them():
+    above = (
+        "vault_brain.service",
+        "vault_brain.server",
+        "vault_brain.indexer",
+        "vault_brain.search",
+        "vault_brain.watch",
+        "vault_brain.cli",
+    )
+    for path in _modules("vault") + _modules("index"):
+        bad = {m for m in _imports(path) if m.startswith(above)}
+        assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
+
+
+def test_vault_never_imports_the_index():
+    for path in _modules("vault"):
+        bad = {m for m in _imports(path) if m.startswith("vault_brain.index")}
+        assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
+
+
+def test_no_module_imports_its_caller():
+    graph = _graph()
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle = stack[stack.index(nxt) :] + [nxt]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+
+
+def test_cli_and_server_use_only_brain_methods_not_its_parts():
+    """`brain.indexer.x` or `brain.index.x` from a door reaches around the facade."""
+    for path in _modules("cli.py") + _modules("server"):
+        source = path.read_text()
+        for part in ("brain.indexer.", "brain.index.", "brain.pipeline."):
+            assert part not in source, f"{path.relative_to(PKG)} uses {part}…"
