@@ -17,12 +17,29 @@ FTS5 syntax ever comes from user text.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from vault_brain.index.records import ChunkHit, Filters, TextHit, TextQuery, TextRanking
 
-if TYPE_CHECKING:
-    from vault_brain.index.sqlite.store import Reads
+
+class Queries(Protocol):
+    """The named FTS5 queries (index/sqlite/store.py's Reads) the ranking is made of."""
+
+    def search_text(self, query: TextQuery, filters: Filters, limit: int) -> list[ChunkHit]: ...
+
+    def search_text_notes(
+        self, query: TextQuery, filters: Filters, limit: int
+    ) -> list[tuple[int, float]]: ...
+
+    def search_text_within(
+        self, query: TextQuery, note_rowids: Sequence[int], limit: int
+    ) -> list[ChunkHit]: ...
+
+    def chunks_of_notes(self, note_rowids: Sequence[int]) -> list[tuple[int, int, str, str]]: ...
+
+    def text_stats(self, query: TextQuery) -> tuple[int, list[int]]: ...
+
+    def text_matches(self, query: TextQuery, note_rowids: Sequence[int]) -> dict[int, set[int]]: ...
 
 
 def match_groups(groups: Sequence[tuple[str, ...]]) -> str | None:
@@ -45,7 +62,7 @@ def _quote(form: str) -> str:
 
 
 def rank_text(
-    reads: Reads,
+    reads: Queries,
     query: TextQuery,
     filters: Filters,
     notes: int,
@@ -76,7 +93,7 @@ def rank_text(
 
 
 def _mixed(
-    reads: Reads, query: TextQuery, filters: Filters, depth: int, w: float
+    reads: Queries, query: TextQuery, filters: Filters, depth: int, w: float
 ) -> list[tuple[int, int, float]]:
     """(note, best chunk, mixed score) best first: whole notes ranked, then the chunks of
     the best `depth` of them; a third of the depth in notes counts for the note-level part."""
@@ -106,7 +123,7 @@ def _best_chunk_per_note(hits: Sequence[ChunkHit]) -> list[ChunkHit]:
 
 
 def _snippet_chunks(
-    reads: Reads, terms: Sequence[tuple[str, ...]], note_rowids: Sequence[int]
+    reads: Queries, terms: Sequence[tuple[str, ...]], note_rowids: Sequence[int]
 ) -> dict[int, int]:
     """For notes that the whole-note row found but whose chunks ranked too low to be among
     the fetched chunk hits: the chunk that contains most of the question's terms (stems
