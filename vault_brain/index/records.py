@@ -35,8 +35,8 @@ class Filters:
 class TextQuery:
     """A full-text query after analysis: each group is one query word in its indexed forms
     (stems in several languages, CJK bigrams; a form ending in * matches as a prefix); a
-    note matches a group through any form. Groups are ORed and bm25 ranks notes by how many
-    and how rare the words they share."""
+    note matches a group through any form. Groups are ORed: a store ranks notes higher the
+    more and the rarer the groups they hold (SQLite: FTS5's bm25)."""
 
     groups: tuple[tuple[str, ...], ...]
 
