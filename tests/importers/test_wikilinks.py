@@ -80,7 +80,8 @@ def conv(title: str, messages: list[Message]) -> Conversation:
 def test_a_title_comes_from_the_first_question_when_the_chat_has_no_name():
     q = Message(
         "user",
-        "## How do I **roll back** a canary deploy that passed a broken release on a Friday evening?",
+        "## How do I **roll back** a canary deploy that passed a broken release on a "
+        "Friday evening?",
         None,
     )
     assert (
