@@ -472,7 +472,7 @@ def _print_import(report: Any) -> None:
     """One line per conversation: what happens to it, where, and why."""
     for o in report.outcomes:
         if o.action == "create":
-            detail = f"{o.messages} messages"
+            detail = f"{o.messages} message{'' if o.messages == 1 else 's'}"
         elif o.action == "unchanged":
             detail = "already imported"
         elif o.action == "empty":

@@ -116,6 +116,7 @@ class Importer:
         self._search = search
         self._wrote = wrote
         self.summarizer = summarizer
+        self.caveat = ""  # why merge matches are weaker than measured, when they are
 
     # -- the run -------------------------------------------------------------------------
 
@@ -177,7 +178,7 @@ class Importer:
             )
 
         # Everything is rendered and checked before the first write.
-        warnings: list[str] = []
+        warnings = [self.caveat] if self.caveat else []
         if self.summarizer is not None and not dry_run:
             for _, new in news:
                 new.summary = self._summary(new, warnings)
@@ -222,11 +223,20 @@ class Importer:
 
     def best_match(self, conv: Conversation, title: str) -> tuple[str | None, float]:
         """The note this conversation's topic matches best, and how well (0-1): a hybrid
-        search (vectors and full text) with its title and first question."""
-        hits = self._search(match_query(conv, title), limit=3, min_score=0.0).hits
-        if not hits:
+        search (vectors, and full text, which reads titles too) with its title and first
+        question. Its calibrated score is what MERGE_THRESHOLD was measured on."""
+        found = self._search(match_query(conv, title), limit=3, min_score=0.0)
+        if found.degraded:
+            self.caveat = f"merge matches use full text only ({found.reason})"
+        elif found.strong is not None:
+            self.caveat = (
+                f"the multilingual model covers {found.strong.done:,} of "
+                f"{found.strong.total:,} chunks: merge matches use the English-only instant "
+                "model, which matches less well (run `vault-brain index` first)"
+            )
+        if not found.hits:
             return None, 0.0
-        return hits[0].path, round(hits[0].score, 3)
+        return found.hits[0].path, round(found.hits[0].score, 3)
 
     # -- the notes that exist ------------------------------------------------------------
 
