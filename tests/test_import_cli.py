@@ -309,6 +309,44 @@ def test_merge_without_vectors_says_it_matched_on_full_text_only(notes, tmp_path
     assert "warning: merge matches use full text only" in r.stderr
 
 
+def test_a_merged_conversation_that_grew_adds_its_new_messages_to_the_same_note(notes, tmp_path):
+    assert (
+        imp(
+            notes,
+            "claude",
+            write_json(tmp_path / "a.json", [ON_TOPIC]),
+            extra=("--merge",),
+            env=LOCAL,
+        ).returncode
+        == 0
+    )
+    grown = json.loads(json.dumps(ON_TOPIC))
+    later = claude_conversation("x", "x", [("human", "a")], day="2026-12-02")["chat_messages"][0]
+    later["text"] = later["content"][0]["text"] = "And if the stable set is gone?"
+    grown["chat_messages"].append(later)
+    # Without --merge too: the conversation is already in a note, and stays there.
+    r = imp(notes, "claude", write_json(tmp_path / "b.json", [grown]), env=LOCAL)
+    assert r.returncode == 0, r.stderr
+    assert "merge   How-to/Deploy to production.md  (+1 of 3 messages)" in r.stdout
+    meta, body = frontmatter(notes.root / "How-to" / "Deploy to production.md")
+    assert body.count("## ") == 2 and body.count("How do I roll back a canary deploy") == 1
+    assert body.endswith(
+        "## 2026-12-02 · Claude: Rolling back a canary\n\n"
+        "**User** · 2026-12-02 09:00\n\nAnd if the stable set is gone?\n"
+    )
+    assert len(meta["imported_chats"]["claude:7c2d0a2e-0000-4000-8000-000000000003"]) == 3
+    assert not (notes.root / "Conversations").exists()
+
+
+def test_the_same_conversation_given_twice_in_one_run_is_one_note(notes, tmp_path):
+    export = write_json(tmp_path / "conversations.json", [CANARY])
+    r = imp(notes, "claude", export, export)
+    assert r.returncode == 0, r.stderr
+    assert "1 conversation: 1 note written" in r.stdout
+    _, body = frontmatter(notes.root / "Conversations" / "Canary rollback.md")
+    assert body.count("How do I roll back") == 1
+
+
 # --- summaries ---------------------------------------------------------------------------
 
 
