@@ -246,6 +246,24 @@ def test_a_read_only_vault_refuses_to_import(notes, tmp_path):
     assert snapshot(notes.root) == before
 
 
+def test_a_folder_outside_the_vault_is_refused_before_anything_is_written(notes, tmp_path):
+    before = snapshot(notes.root)
+    r = imp(
+        notes, "claude", write_json(tmp_path / "c.json", [CANARY]), extra=("--folder", "../out")
+    )
+    assert r.returncode == 1 and "'..' is refused" in r.stderr
+    assert snapshot(notes.root) == before and not (tmp_path / "out").exists()
+
+
+def test_a_pasted_credential_is_imported_with_a_warning(notes, tmp_path):
+    key = "sk-proj-" + "a1B2c3D4e5F6g7H8i9J0" * 2
+    chat = claude_conversation("k1", "Key trouble", [("human", f"Why is {key} refused?")])
+    r = imp(notes, "claude", write_json(tmp_path / "c.json", [chat]))
+    assert r.returncode == 0, r.stderr
+    assert "warning: 'Key trouble' holds what looks like a credential (OpenAI API key)" in r.stderr
+    assert key not in r.stderr
+
+
 # --- dry run and merge -------------------------------------------------------------------
 
 LOCAL = {"VAULT_BRAIN_EMBED_STRONG": "none"}  # the bundled static model: vectors + full text

@@ -29,10 +29,11 @@ from vault_brain.importers.wikilinks import Linker, LinkTarget
 from vault_brain.vault import writer
 from vault_brain.vault.frontmatter import LOAD_ERRORS, load_block, split_frontmatter
 from vault_brain.vault.note import derived_id, file_version, new_id, parse_note
-from vault_brain.vault.paths import safe_filename
+from vault_brain.vault.paths import resolve_folder_path, safe_filename
 from vault_brain.vault.reading import read_note_bytes
 from vault_brain.vault.render import render_new_note, render_update
 from vault_brain.vault.scan import scan_vault
+from vault_brain.vault.secrets import find_secret
 
 if TYPE_CHECKING:
     from vault_brain.index.records import NoteInfo
@@ -131,6 +132,7 @@ class Importer:
     ) -> ImportReport:
         conversations = combine(read_export(fmt, files))
         folder = DEFAULT_FOLDER if folder is None else folder.strip().strip("/")
+        resolve_folder_path(self.root, folder)  # a folder outside the vault: refused now
         infos = list(self._notes())
         by_path = {i.path: i for i in infos}
         linker = Linker(link_targets(infos))
@@ -179,6 +181,16 @@ class Importer:
 
         # Everything is rendered and checked before the first write.
         warnings = [self.caveat] if self.caveat else []
+        if self.settings.write.reject_secrets:
+            texts = [(n.title, n.body) for _, n in news]
+            texts += [(n.path, "\n".join(n.parts)) for n in held.values() if n.parts]
+            for where, text in texts:
+                if kind := find_secret(text):
+                    warnings.append(
+                        f"{where!r} holds what looks like a credential ({kind}); it is "
+                        "imported as the export has it: remove it from the note if it should "
+                        "not be there"
+                    )
         if self.summarizer is not None and not dry_run:
             for _, new in news:
                 new.summary = self._summary(new, warnings)
