@@ -387,5 +387,6 @@ def test_with_a_summary_provider_each_new_note_gets_a_one_line_summary(notes, tm
 def test_help_names_the_formats_and_options():
     r = run("import", "--help")
     assert r.returncode == 0
-    for word in ("claude | chatgpt | jsonl", "--folder", "--dry-run", "--merge", "--json"):
+    words = ("claude | chatgpt | jsonl", "wikilinks", "--folder", "--dry-run", "--merge", "--json")
+    for word in words:
         assert word in r.stdout

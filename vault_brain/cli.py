@@ -435,9 +435,9 @@ def import_(
     ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Turn chat exports into notes: one per conversation, mentions of your notes as
-    [[wikilinks]]. Importing again adds only new messages. Exit code 2: an export that
-    cannot be read (nothing is written)."""
+    """Turn chat exports into notes: one per conversation, with mentions of your notes made
+    wikilinks. Importing again adds only new messages. Exit code 2: an export that cannot
+    be read (nothing is written)."""
     settings = _settings(vault, config)
     log.use_human_output()
     with _brain(settings) as brain:
