@@ -43,7 +43,7 @@ def scores(tier: str, vault: Path) -> list[dict[str, Any]]:
         if tier == "e5":
             status = brain.status()
             assert status.strong_pending == 0 and status.strong_vectors, "e5 did not cover"
-        importer = Importer(settings, notes=list, search=brain.search, wrote=lambda _: True)
+        importer = Importer(settings, notes=list, search=brain.search, index=print)
         for i, (title, question, targets) in enumerate(CASES):
             conv = Conversation(
                 "claude",

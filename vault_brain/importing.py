@@ -8,7 +8,8 @@ conversation that grew gets only its new messages, wherever it went.
 
 A run first reads every file and plans every note (validation), and writes only when all
 of it is possible; each note is then written whole by vault/ (a new file linked into
-place, or a version-checked replace), and indexed at once.
+place, or a version-checked replace), and all of them are indexed in one pass before the
+run returns.
 """
 
 from __future__ import annotations
@@ -108,14 +109,14 @@ class Importer:
         *,
         notes: Callable[[], Sequence[NoteInfo]],
         search: Callable[..., SearchResult],
-        wrote: Callable[[str], bool],
+        index: Callable[[list[str]], object],
         summarizer: Summarizer | None = None,
     ) -> None:
         self.settings = settings
         self.root = settings.vault_path
         self._notes = notes
         self._search = search
-        self._wrote = wrote
+        self._index = index
         self.summarizer = summarizer
         self.caveat = ""  # why merge matches are weaker than measured, when they are
 
@@ -201,7 +202,8 @@ class Importer:
         if dry_run:
             return ImportReport(outcomes, True, merge, MERGE_THRESHOLD, 0, [], warnings)
 
-        written, errors = 0, []
+        written: list[str] = []
+        errors: list[str] = []
         for slot, new, data in new_bytes:
             try:
                 rel = writer.create_note_file(self.root, folder, new.title, data)
@@ -209,18 +211,20 @@ class Importer:
                 errors.append(f"{new.conv.origin} ({new.title}): {exc.message}")
                 continue
             outcomes[slot] = replace(outcomes[slot], path=rel)  # "Title 2.md" if taken
-            written += 1
-            self._wrote(rel)
+            written.append(rel)
         for path, data in edits.items():
             try:
                 writer.replace_note_file(self.root, path, file_version(held[path].raw), data)
             except VaultBrainError as exc:
                 errors.append(f"{path}: {exc.message} (not changed; import again to retry)")
                 continue
-            written += 1
-            self._wrote(path)
-        log.event("import", format=fmt, conversations=len(outcomes), written=written)
-        return ImportReport(outcomes, False, merge, MERGE_THRESHOLD, written, errors, warnings)
+            written.append(path)
+        try:
+            self._index(written)  # one pass for them all: findable when the command returns
+        except (VaultBrainError, OSError) as exc:
+            warnings.append(f"the notes are written; the index takes them at its next sync ({exc})")
+        log.event("import", format=fmt, conversations=len(outcomes), written=len(written))
+        return ImportReport(outcomes, False, merge, MERGE_THRESHOLD, len(written), errors, warnings)
 
     def _check_sizes(self, news: list[tuple[str, bytes]], edits: dict[str, bytes]) -> None:
         cap = self.settings.vault.max_file_bytes

@@ -665,7 +665,7 @@ class Brain:
             self.settings,
             notes=notes,
             search=self.search,
-            wrote=self.indexer.wrote,
+            index=self.sync_paths,
             summarizer=self.summarizer,
         )
         with self._writes:

@@ -56,6 +56,11 @@ def test_code_links_and_addresses_are_left_alone():
     assert link(text) == text
 
 
+def test_a_mention_never_spans_two_lines_and_spacing_inside_it_is_free():
+    assert link("Tom\nBecker") == "Tom\nBecker"
+    assert link("ask tom   becker") == "ask [[Tom Becker|tom   becker]]"
+
+
 def test_short_words_and_numbers_are_not_mentions():
     assert link("Go to 2026 now") == "Go to 2026 now"
 
