@@ -26,6 +26,7 @@ from vault_brain.contract import SUMMARY_MAX
 from vault_brain.errors import InvalidInput, VaultBrainError
 from vault_brain.importers import Conversation, message_hashes, read_export
 from vault_brain.importers.markdown import merged_heading, note_title, render_messages
+from vault_brain.importers.records import USER
 from vault_brain.importers.wikilinks import Linker, LinkTarget
 from vault_brain.vault import writer
 from vault_brain.vault.frontmatter import LOAD_ERRORS, load_block, split_frontmatter
@@ -119,6 +120,9 @@ class Importer:
         self._index = index
         self.summarizer = summarizer
         self.caveat = ""  # why merge matches are weaker than measured, when they are
+        # (where, text) of what the user wrote: a credential is checked for where it is
+        # pasted (the whole of every answer too costs a third of an import's time).
+        self._pasted: list[tuple[str, str]] = []
 
     # -- the run -------------------------------------------------------------------------
 
@@ -132,6 +136,7 @@ class Importer:
         merge: bool = False,
     ) -> ImportReport:
         conversations = combine(read_export(fmt, files))
+        self._pasted = []
         folder = DEFAULT_FOLDER if folder is None else folder.strip().strip("/")
         resolve_folder_path(self.root, folder)  # a folder outside the vault: refused now
         infos = list(self._notes())
@@ -183,15 +188,14 @@ class Importer:
         # Everything is rendered and checked before the first write.
         warnings = [self.caveat] if self.caveat else []
         if self.settings.write.reject_secrets:
-            texts = [(n.title, n.body) for _, n in news]
-            texts += [(n.path, "\n".join(n.parts)) for n in held.values() if n.parts]
-            for where, text in texts:
+            for where, text in self._pasted:
                 if kind := find_secret(text):
                     warnings.append(
                         f"{where!r} holds what looks like a credential ({kind}); it is "
                         "imported as the export has it: remove it from the note if it should "
                         "not be there"
                     )
+                    break
         if self.summarizer is not None and not dry_run:
             for _, new in news:
                 new.summary = self._summary(new, warnings)
@@ -325,6 +329,7 @@ class Importer:
         own: bool,
     ) -> None:
         messages = [m for m, _ in fresh]
+        self._pasted += [(note.path, m.text) for m in messages if m.role == USER]
         text = render_messages(messages, conv.source, lambda t: linker.link(t, note.done))
         if not own:
             day = (messages[0].created or conv.updated or now)[:10]
@@ -339,6 +344,7 @@ class Importer:
         self, conv: Conversation, title: str, hashes: list[str], linker: Linker, now: str
     ) -> _New:
         done: set[str] = set()
+        self._pasted += [(title, m.text) for m in conv.messages if m.role == USER]
         body = render_messages(conv.messages, conv.source, lambda t: linker.link(t, done))
         times = [m.created for m in conv.messages if m.created]
         created = conv.created or (min(times) if times else now)
