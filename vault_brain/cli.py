@@ -288,7 +288,7 @@ def search(
             for h in hits:
                 h.pop("explain", None)
         out = {"results": hits, "mode": result.mode, "degraded": result.degraded}
-        if not hits:
+        if result.nothing_relevant:
             out["nothing_relevant"] = True
         _dump(out)
         return
