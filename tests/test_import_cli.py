@@ -257,11 +257,13 @@ def test_a_folder_outside_the_vault_is_refused_before_anything_is_written(notes,
 
 def test_a_pasted_credential_is_imported_with_a_warning(notes, tmp_path):
     key = "sk-proj-" + "a1B2c3D4e5F6g7H8i9J0" * 2
-    chat = claude_conversation("k1", "Key trouble", [("human", f"Why is {key} refused?")])
-    r = imp(notes, "claude", write_json(tmp_path / "c.json", [chat]))
+    chat = claude_conversation("k1", "Key trouble", [("human", f"Why is {key} refused?")] * 2)
+    other = claude_conversation("k2", "Token", [("human", "ghp_" + "x7Y8z9" * 7)])
+    r = imp(notes, "claude", write_json(tmp_path / "c.json", [chat, other]))
     assert r.returncode == 0, r.stderr
     assert "warning: 'Key trouble' holds what looks like a credential (OpenAI API key)" in r.stderr
-    assert key not in r.stderr
+    assert "warning: 'Token' holds what looks like a credential (GitHub token)" in r.stderr
+    assert r.stderr.count("warning:") == 2 and key not in r.stderr
 
 
 # --- dry run and merge -------------------------------------------------------------------

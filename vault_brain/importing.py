@@ -188,14 +188,15 @@ class Importer:
         # Everything is rendered and checked before the first write.
         warnings = [self.caveat] if self.caveat else []
         if self.settings.write.reject_secrets:
+            warned: set[str] = set()  # one warning per note
             for where, text in self._pasted:
-                if kind := find_secret(text):
+                if where not in warned and (kind := find_secret(text)):
+                    warned.add(where)
                     warnings.append(
                         f"{where!r} holds what looks like a credential ({kind}); it is "
                         "imported as the export has it: remove it from the note if it should "
                         "not be there"
                     )
-                    break
         if self.summarizer is not None and not dry_run:
             for _, new in news:
                 new.summary = self._summary(new, warnings)
