@@ -57,3 +57,8 @@ class ConfigError(InvalidInput):
 
 class IndexDamaged(Unavailable):
     """The index is damaged; it is rebuilt from the files (nothing is lost)."""
+
+
+class InvalidExport(InvalidInput):
+    """A chat export that cannot be read or is not the format named: the message names the
+    file and the place in it. The CLI exits with 2, and nothing has been written."""

@@ -16,10 +16,10 @@ while they stay indexed; a listing's cursor is an opaque string the backend make
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from vault_brain.index.records import (
     ChunkRow,
@@ -40,14 +40,22 @@ from vault_brain.index.records import (
 if TYPE_CHECKING:
     import numpy as np
 
+T = TypeVar("T")
+
 # --- what each client asks ---------------------------------------------------------------
 
 
 class Meta(Protocol):
     """Small named values the index keeps for its clients (the analyser that wrote its
-    text, a pass's progress, the last failure of a background kind)."""
+    text, a pass's progress, the last failure of a background kind, the vault's fitted
+    calibration)."""
 
     def get_meta(self, key: str) -> str | None: ...
+
+    def parsed_meta(self, key: str, parse: Callable[[str | None], T]) -> T:
+        """parse(get_meta(key)), remembered until the index changes: what a search asks
+        each time (one `parse` per key)."""
+        ...
 
 
 class MetaWrites(Meta, Protocol):
@@ -145,8 +153,9 @@ class TextSearch(Protocol):
         ...
 
 
-class VectorSearch(Protocol):
-    """The vector arm's one question, and which tier can answer it."""
+class VectorSearch(Meta, Protocol):
+    """The vector arm's one question, which tier can answer it, and (Meta) the vault's
+    fitted calibration."""
 
     def vectors_model(self, tier: str = "instant") -> tuple[str, int] | None:
         """(model, dimension) of the vectors the tier holds, or None."""

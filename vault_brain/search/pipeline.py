@@ -17,7 +17,7 @@ from vault_brain.index.port import Hydration, Index
 from vault_brain.index.records import Filters
 from vault_brain.records import Hit
 from vault_brain.search.base import Arm, ArmResult, NoteHit, Request
-from vault_brain.search.calibration import text_evidence
+from vault_brain.search.calibration import confidence, text_evidence
 from vault_brain.search.fusion import FUSERS
 from vault_brain.search.snippets import make_snippet
 from vault_brain.text.analysis import query_terms
@@ -112,6 +112,7 @@ class SearchPipeline:
                     round(h.score, 4),
                     info.updated,
                     detail,
+                    confidence(h.score),
                 )
             )
         return out

@@ -183,6 +183,9 @@ class Reads:
         row = self._one("SELECT value FROM meta WHERE key = ?", (key,))
         return row[0] if row else None
 
+    def parsed_meta(self, key: str, parse: Callable[[str | None], T]) -> T:
+        return self.per_version(f"meta:{key}", lambda: parse(self.get_meta(key)))
+
     # -- notes ---------------------------------------------------------------------------
 
     def load_stats(self) -> dict[str, StoredStat]:
