@@ -62,7 +62,9 @@ def build_rows(
         lang=lang,
     )
     c = settings.chunk
-    title_text = analyze(" ".join([note.title, *note.aliases]), lang)
+    # What names and describes the note, weighted as its title in every full-text row:
+    # frontmatter title (else heading or file name), aliases and summary.
+    title_text = analyze(" ".join([note.title, *note.aliases, note.summary]), lang)
     tag_text = " ".join(note.tags)
     heading_paths: list[str] = []
     chunks = []

@@ -5,7 +5,8 @@ Analysis itself (languages, stemming, stopwords, CJK and Thai n-grams) lives in
 `text/analysis.py` as pure functions; this module ties it to the index: the languages a
 vault's notes were analysed in are read from the index (never from the caller's settings,
 so every process matches what the indexer wrote), and a change of the configured languages
-or of the analyser makes the next full sync re-analyse every note.
+or of the analyser (or of what a full-text column holds, ROWS_VERSION) makes the next full
+sync re-analyse every note.
 """
 
 from __future__ import annotations
@@ -21,17 +22,26 @@ if TYPE_CHECKING:
 
 __all__ = ["analyzer_changed", "languages_of", "mark_analyzed"]
 
+# Bump on any change to what index/prepare.py puts in a full-text column (2: the
+# frontmatter summary joined the title column): every note is analysed again at the
+# next sync, on every backend.
+ROWS_VERSION = 2
+
 
 def analyzer_changed(reads: Meta, configured: Sequence[str]) -> bool:
     """True when the index was analysed by another analyser version or for other
     configured languages (or never): the next sync must re-analyse every note."""
-    return reads.get_meta("text_analyzer") != analysis.identity(configured)
+    return reads.get_meta("text_analyzer") != _identity(configured)
 
 
 def mark_analyzed(writes: MetaWrites, configured: Sequence[str]) -> None:
     """Record, after a full sync, what the index's full text was analysed with."""
-    writes.set_meta("text_analyzer", analysis.identity(configured))
+    writes.set_meta("text_analyzer", _identity(configured))
     writes.set_meta("text_languages", json.dumps(list(configured)))
+
+
+def _identity(configured: Sequence[str]) -> str:
+    return f"{analysis.identity(configured)}/rows{ROWS_VERSION}"
 
 
 def languages_of(
