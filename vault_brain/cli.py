@@ -327,7 +327,7 @@ def get(
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Show one note in full, with its version, tags, links and backlinks."""
+    """Show one note in full, with its version, tags, links, backlinks and related notes."""
     settings = _settings(vault, config)
     log.use_human_output()
     with _brain(settings) as brain:
@@ -351,6 +351,10 @@ def get(
         typer.echo("links: " + ", ".join(r.title for r in view.links_out))
     if view.backlinks:
         typer.echo("backlinks: " + ", ".join(r.title for r in view.backlinks))
+    if view.related:
+        typer.echo("related:")
+        for r in view.related:
+            typer.echo(f"  {r.title} ({r.id})" + (f": {r.summary}" if r.summary else ""))
 
 
 @app.command()

@@ -3,7 +3,7 @@ compact JSON."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -70,6 +70,16 @@ class NotePage:
 
 
 @dataclass(frozen=True)
+class RelatedNote:
+    """A note worth reading next (by a link either way, or by meaning), with one line
+    saying what it holds."""
+
+    id: str
+    title: str
+    summary: str
+
+
+@dataclass(frozen=True)
 class NoteView:
     id: str
     title: str
@@ -84,6 +94,7 @@ class NoteView:
     truncated: bool
     links_out: list[NoteRef]
     backlinks: list[NoteRef]
+    related: list[RelatedNote] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

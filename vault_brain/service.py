@@ -35,7 +35,7 @@ from vault_brain.errors import (
 from vault_brain.index.factory import open_index
 from vault_brain.index.hashes import text_hash
 from vault_brain.index.port import Index
-from vault_brain.index.records import Filters, NoteInfo
+from vault_brain.index.records import INSTANT, Filters, NoteInfo
 from vault_brain.index.sync import Progress, SyncReport
 from vault_brain.indexer import Indexer
 from vault_brain.records import (
@@ -44,6 +44,7 @@ from vault_brain.records import (
     NoteRef,
     NoteSummary,
     NoteView,
+    RelatedNote,
     SaveResult,
     SearchResult,
     Status,
@@ -67,6 +68,10 @@ __all__ = ["Brain", "SyncReport"]
 
 
 T = TypeVar("T")
+
+# memory_get's `related`: this many notes, each with a summary of one line this long at most.
+RELATED_MAX = 5
+ONE_LINE_MAX = 160
 
 
 def one_write_at_a_time(method: Callable[..., T]) -> Callable[..., T]:
@@ -344,6 +349,8 @@ class Brain:
         with self.index.read() as r:
             links = r.links_of(info.rowid)
             backlinks = r.backlinks(info.rowid)
+            tier = self._vector_arm.tier(r)[0]  # the tier search reads, else instant
+            related = r.related(info.rowid, RELATED_MAX, tuple(dict.fromkeys((tier, INSTANT))))
         links_out: list[NoteRef] = []
         seen: set[str] = set()
         for link in links:
@@ -370,6 +377,7 @@ class Brain:
             truncated=truncated,
             links_out=links_out,
             backlinks=[NoteRef(b.id, b.title, b.path) for b in backlinks],
+            related=[RelatedNote(n.id, n.title, one_line(n.summary)) for n in related],
         )
 
     def list(
@@ -727,3 +735,13 @@ class Brain:
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def one_line(text: str, limit: int = ONE_LINE_MAX) -> str:
+    """The first line of a summary, cut at a word under `limit` characters (with "…")."""
+    line = text.strip().split("\n", 1)[0].strip()
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + "…"

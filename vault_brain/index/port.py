@@ -285,6 +285,21 @@ class Lookup(Meta, Protocol):
         """Notes that link to this one, by path."""
         ...
 
+    def related(self, rowid: int, limit: int, tiers: Sequence[str]) -> list[NoteInfo]:
+        """Up to `limit` notes a reader of this one may want next (memory_get's `related`),
+        best first, never the note itself nor one note twice:
+
+        1. link neighbours: the notes its links resolve to, in the order it links them,
+           then the notes that link to it, by path;
+        2. then the nearest notes by vector: the mean of this note's chunk vectors (unit
+           length) against every other chunk's vector by cosine, each note ranked by its
+           best chunk. The first of `tiers` that holds vectors of this note answers; with
+           none (no vectors yet, or `tiers` empty) the links alone.
+
+        A store answers it in one read, without an embedding model; a backend without an
+        exact scan may use its approximate nearest-neighbour index."""
+        ...
+
     def list_notes(
         self, filters: Filters, limit: int, after: str | None = None
     ) -> tuple[list[NoteInfo], str | None]:

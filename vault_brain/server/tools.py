@@ -182,6 +182,7 @@ def _get(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
         "content": v.content,
         "links_out": [_ref(r) for r in v.links_out],
         "backlinks": [_ref(r) for r in v.backlinks],
+        "related": [{"id": r.id, "title": r.title, "summary": r.summary} for r in v.related],
     }
     if v.truncated:
         out["truncated"] = True
@@ -275,8 +276,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="memory_get",
         description=(
-            "Read one note in full: content, metadata, version, links_out, backlinks. "
-            "memory_update and memory_delete need its version."
+            "Read one note in full: content, metadata, version, links_out, backlinks, "
+            "related (notes to read next). memory_update and memory_delete need its version."
         ),
         args={"id": _ID, "max_chars": Arg("int", "cut content here", lo=1)},
         run=_get,

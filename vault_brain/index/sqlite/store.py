@@ -432,6 +432,60 @@ class Reads:
         )
         return [_info(r) for r in rows]
 
+    def related(self, rowid: int, limit: int, tiers: Sequence[str]) -> list[NoteInfo]:
+        """index/port.py's contract: link neighbours (out in link order, then back by
+        path), then the notes nearest to the mean of this note's chunk vectors."""
+        if limit <= 0:
+            return []
+        linked = self._all(
+            """SELECT target_rowid FROM links WHERE note_rowid = ?1
+                   AND target_rowid IS NOT NULL AND target_rowid != ?1
+               GROUP BY target_rowid ORDER BY min(ordinal) LIMIT ?2""",
+            (rowid, limit),
+        )
+        linking = self._all(
+            """SELECT n.rowid FROM notes n WHERE n.rowid IN
+                   (SELECT note_rowid FROM links WHERE target_rowid = ?1 AND note_rowid != ?1)
+               ORDER BY n.path LIMIT ?2""",
+            (rowid, limit),
+        )
+        picked = dict.fromkeys(r[0] for r in (*linked, *linking))
+        if len(picked) < limit:
+            for note in self._nearest_notes(rowid, limit + len(picked), tiers):
+                picked.setdefault(note)
+        order = list(picked)[:limit]
+        infos = self.notes_by_rowids(order)
+        return [infos[r] for r in order if r in infos]
+
+    def _nearest_notes(self, rowid: int, limit: int, tiers: Sequence[str]) -> list[int]:
+        """Other notes by their best chunk's cosine to the mean of this note's vectors, in
+        the first tier that holds vectors of it."""
+        import numpy as np
+
+        for tier in tiers:
+            held = self.vectors_model(tier)
+            if held is None:
+                continue
+            rows = self._all(
+                f"""SELECT v.embedding FROM chunks c
+                    JOIN {_tier(tier).table} v ON v.rowid = c.rowid WHERE c.note_rowid = ?""",
+                (rowid,),
+            )
+            if not rows:
+                continue
+            own = np.frombuffer(b"".join(r[0] for r in rows), dtype=np.float32)
+            mean = own.reshape(len(rows), -1).mean(axis=0)
+            norm = float(np.linalg.norm(mean))
+            if norm == 0.0:
+                return []
+            # Its own chunks come first and a near note may fill several places: ask deep.
+            k = min(len(rows) + 8 * limit, 1000)
+            unit = mean / norm
+            found = self.nearest_chunks(held[0], unit, Filters(), k=k, tier=tier, noise=False)
+            notes = dict.fromkeys(h.note_rowid for h in found.hits if h.note_rowid != rowid)
+            return list(notes)[:limit]
+        return []
+
     # -- full text -----------------------------------------------------------------------
 
     def search_text(self, query: TextQuery, filters: Filters, limit: int) -> list[ChunkHit]:
