@@ -44,3 +44,14 @@ def test_without_vectors_in_the_tiers_asked_only_links_answer(vault, make_brain)
     assert related_paths(brain, "g.md") == []
     with_vectors = make_brain(embed={"provider": "local"})
     assert related_paths(with_vectors, "a.md", tiers=()) == ["c.md", "b.md", "d.md"]
+
+
+def test_a_note_asked_while_the_tier_holds_no_vectors_at_all_gets_its_links(vault, make_brain):
+    vault.write("old.md", "# Old\n\nSome words.\n")
+    brain = make_brain(embed={"provider": "local"})
+    assert related_paths(brain, "old.md", tiers=(INSTANT,)) == []  # alone in the vault
+    vault.remove("old.md")
+    vault.write("new.md", "# New\n\nSee [[other]].\n")
+    vault.write("other.md", "# Other\n\nMore words.\n")
+    brain.sync()  # the new notes' vectors are not computed yet: the tier holds none
+    assert related_paths(brain, "new.md", tiers=(INSTANT,)) == ["other.md"]

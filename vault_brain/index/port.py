@@ -291,13 +291,13 @@ class Lookup(Meta, Protocol):
 
         1. link neighbours: the notes its links resolve to, in the order it links them,
            then the notes that link to it, by path;
-        2. then the nearest notes by vector: the mean of this note's chunk vectors (unit
-           length) against every other chunk's vector by cosine, each note ranked by its
-           best chunk. The first of `tiers` that holds vectors of this note answers; with
-           none (no vectors yet, or `tiers` empty) the links alone.
+        2. then the nearest notes by vector: each note's mean chunk vector (unit length)
+           against this note's, by cosine. The first of `tiers` that holds vectors of
+           this note answers; with none (no vectors yet, or `tiers` empty) the links alone.
 
-        A store answers it in one read, without an embedding model; a backend without an
-        exact scan may use its approximate nearest-neighbour index."""
+        A store answers it in one read, without an embedding model. Where it holds no
+        note means, it may rank notes by their best chunk against this note's mean (a
+        chunk KNN index; SQLite's one-shot processes do)."""
         ...
 
     def list_notes(

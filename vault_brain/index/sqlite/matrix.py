@@ -40,6 +40,9 @@ class VectorMatrix:
         self.max_rows = max_rows
         self._load_lock = threading.Lock()
         self._snapshot: _Snapshot | None = None
+        # Each note's mean vector (unit length) and its note rowids, sorted, for the
+        # snapshot it was made from: related notes (index/port.py) ask only 10k rows.
+        self._means: tuple[_Snapshot, np.ndarray, np.ndarray] | None = None
 
     def rows(self) -> int:
         snap = self._snapshot
@@ -105,6 +108,50 @@ class VectorMatrix:
             map(ChunkHit, snap.chunks[top].tolist(), snap.notes[top].tolist(), scores[top].tolist())
         )
         return VectorHits(hits, median, spread)
+
+    def nearest_notes(
+        self, reads: Reads, model: str, note_rowid: int, k: int, tier: str
+    ) -> list[int] | None:
+        """The k notes whose mean vector is nearest (cosine) to this note's, best first,
+        without it; [] when it has no vectors in this tier; None when the KNN must answer
+        (too many vectors to hold)."""
+        snap = self._current(reads, model, tier)
+        if snap.matrix is None:
+            return None
+        means, notes = self._note_means(snap)
+        at = int(np.searchsorted(notes, note_rowid))
+        if at >= len(notes) or notes[at] != note_rowid or k <= 0:
+            return []
+        scores = means @ means[at]
+        scores[at] = -np.inf
+        scores[~np.isfinite(scores) | (scores == 0.0)] = -np.inf
+        k = min(k, len(scores) - 1)
+        if k <= 0:
+            return []
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return notes[top[np.isfinite(scores[top])]].tolist()
+
+    def _note_means(self, snap: _Snapshot) -> tuple[np.ndarray, np.ndarray]:
+        held = self._means
+        if held is not None and held[0] is snap:
+            return held[1], held[2]
+        with self._load_lock:
+            held = self._means
+            if held is not None and held[0] is snap:
+                return held[1], held[2]
+            assert snap.matrix is not None
+            if len(snap.notes) == 0:
+                self._means = (snap, snap.matrix, snap.notes)
+                return snap.matrix, snap.notes
+            order = np.argsort(snap.notes, kind="stable")
+            sorted_notes = snap.notes[order]
+            starts = np.flatnonzero(np.r_[True, sorted_notes[1:] != sorted_notes[:-1]])
+            sums = np.add.reduceat(snap.matrix[order], starts, axis=0)
+            norms = np.linalg.norm(sums, axis=1, keepdims=True)
+            means = np.divide(sums, norms, out=np.zeros_like(sums), where=norms > 0)
+            self._means = (snap, means, sorted_notes[starts])
+            return means, sorted_notes[starts]
 
 
 def _noise(scores: np.ndarray) -> tuple[float, float]:

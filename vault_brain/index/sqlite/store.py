@@ -458,14 +458,23 @@ class Reads:
         return [infos[r] for r in order if r in infos]
 
     def _nearest_notes(self, rowid: int, limit: int, tiers: Sequence[str]) -> list[int]:
-        """Other notes by their best chunk's cosine to the mean of this note's vectors, in
-        the first tier that holds vectors of it."""
+        """Other notes by the cosine of their mean vector to this note's (the in-memory
+        matrix, 1 ms on cpp-docs), in the first tier that holds vectors of it. A one-shot
+        process (the CLI) holds no matrix: sqlite-vec's KNN ranks other notes by their best
+        chunk against this note's mean instead (the port allows that approximation)."""
         import numpy as np
 
         for tier in tiers:
             held = self.vectors_model(tier)
             if held is None:
                 continue
+            if self._owner is not None and not self._owner.one_shot:  # type: ignore[attr-defined]
+                matrix = self._owner.matrix_of(tier)  # type: ignore[attr-defined]
+                found = matrix.nearest_notes(self, held[0], rowid, limit, tier)
+                if found:
+                    return found
+                if found is not None:
+                    continue  # no vectors of this note in this tier
             rows = self._all(
                 f"""SELECT v.embedding FROM chunks c
                     JOIN {_tier(tier).table} v ON v.rowid = c.rowid WHERE c.note_rowid = ?""",
