@@ -18,6 +18,43 @@ SHARED = Path(os.environ.get("VAULT_BRAIN_SHARED", REPO.parent / "shared"))
 BACKENDS = ("sqlite",)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Every index a test makes by default (in the user's cache folder, config.py) goes to
+    a folder of this run, removed at its end, never into the real ~/.cache: the process
+    environment says so to every Brain and every subprocess. Built model graphs are still
+    shared with the real cache folder (a link), so the e5 graph is not rebuilt per run."""
+    import tempfile
+
+    from vault_brain.config import user_cache_dir
+
+    real = user_cache_dir(os.environ)
+    run = Path(tempfile.mkdtemp(prefix="vb-test-cache-"))
+    (run / "vault-brain").mkdir()
+    try:
+        (real / "models").mkdir(parents=True, exist_ok=True)
+        (run / "vault-brain" / "models").symlink_to(real / "models", target_is_directory=True)
+    except OSError:
+        pass  # no shared model cache: graphs are built in this run's folder
+    config.stash[_CACHE_KEY] = (run, os.environ.get("XDG_CACHE_HOME"))
+    os.environ["XDG_CACHE_HOME"] = str(run)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import shutil
+
+    run, before = config.stash.get(_CACHE_KEY, (None, None))
+    if run is None:
+        return
+    if before is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
+    shutil.rmtree(run, ignore_errors=True)
+
+
+_CACHE_KEY = pytest.StashKey[tuple]()
+
+
 def shared_path(*parts: str) -> Path:
     """A file under ../shared, or skip the test with the reason."""
     path = SHARED.joinpath(*parts)

@@ -28,6 +28,13 @@ def run(
     )
 
 
+def index_of(vault: Path) -> Path:
+    """The index file of a vault, as `status --json` names it."""
+    r = run("status", "--vault", str(vault), "--json", env={"VAULT_BRAIN_EMBED_PROVIDER": "none"})
+    assert r.returncode == 0, r.stderr
+    return Path(json.loads(r.stdout)["index_path"])
+
+
 @pytest.fixture
 def small_vault(vault):
     vault.write(
@@ -164,7 +171,8 @@ def test_init_writes_config_and_indexes(small_vault):
     r = run("init", "--vault", str(small_vault.root), env={"VAULT_BRAIN_EMBED_PROVIDER": "none"})
     assert r.returncode == 0, r.stderr
     assert (small_vault.root / ".vault-brain" / "config.toml").is_file()
-    assert (small_vault.root / ".vault-brain" / "index.db").is_file()
+    assert index_of(small_vault.root).is_file()
+    assert sorted(p.name for p in (small_vault.root / ".vault-brain").iterdir()) == ["config.toml"]
 
 
 def test_readme_run_command_works_on_the_sample_vault(tmp_path):
@@ -311,9 +319,11 @@ def test_a_vault_config_with_an_endpoint_is_refused_until_trusted(small_vault, t
     assert run("status", "--vault", str(small_vault.root), env=env).returncode == 2
 
 
-def test_an_index_folder_that_is_a_file_is_said_plainly(small_vault):
-    (small_vault.root / ".vault-brain").write_text("not a folder")
-    r = run("index", "--vault", str(small_vault.root), env={"VAULT_BRAIN_EMBED_PROVIDER": "none"})
+def test_an_index_folder_that_is_a_file_is_said_plainly(small_vault, tmp_path):
+    (tmp_path / "cache" / "vault-brain").mkdir(parents=True)
+    (tmp_path / "cache" / "vault-brain" / "indexes").write_text("not a folder")
+    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    r = run("index", "--vault", str(small_vault.root), env=env)
     assert r.returncode == 1
     assert "a file stands there" in r.stderr and "Traceback" not in r.stderr
 
@@ -322,7 +332,7 @@ def test_an_index_folder_that_is_a_file_is_said_plainly(small_vault):
 def immutable_index(small_vault):
     env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
     assert run("index", "--vault", str(small_vault.root), env=env).returncode == 0
-    db = small_vault.root / ".vault-brain" / "index.db"
+    db = index_of(small_vault.root)
     if subprocess.run(["chattr", "+i", str(db)], capture_output=True).returncode != 0:
         pytest.skip("chattr +i is not available here: no immutable-file test")
     yield small_vault

@@ -353,6 +353,7 @@ def _workers() -> list[int]:
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find processes")
 def test_parse_workers_exit_when_their_indexer_is_killed_during_start_up(vault, tmp_path):
     fill(vault.root, 450)
+    settings = load_settings(vault=str(vault.root))  # where the CLI keeps this vault's index
     before = set(_workers())
     leaked: set[int] = set()
     for delay in (0.3, 0.8, 1.5):
@@ -369,6 +370,6 @@ def test_parse_workers_exit_when_their_indexer_is_killed_during_start_up(vault, 
         while (alive := set(_workers()) - before) and time.monotonic() < deadline:
             time.sleep(0.1)
         leaked |= alive
-        for index in vault.root.glob(".vault-brain/index.db*"):
+        for index in settings.index_path.parent.glob("index.db*"):
             index.unlink()
     assert leaked == set()

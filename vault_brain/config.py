@@ -20,6 +20,7 @@ import hashlib
 import ipaddress
 import json
 import os
+import re
 import sys
 import tempfile
 import tomllib
@@ -32,8 +33,11 @@ from typing import Any
 from vault_brain.contract import FUSIONS, MODES
 from vault_brain.errors import ConfigError
 
-INDEX_DIR = ".vault-brain"
+INDEX_DIR = ".vault-brain"  # the vault's own folder: its config.toml, the note history, locks
 CONFIG_NAME = "config.toml"
+INDEX_FILE = "index.db"
+INDEXES_DIR = "indexes"  # under the user's cache folder: one folder per vault
+VAULT_MARKER = "vault.txt"  # in a vault's index folder: the vault it belongs to
 CANDIDATES_MIN, CANDIDATES_MAX = 10, 5_000  # search.candidates: chunks per arm
 USER_DIR_NAME = "vault-brain"  # under $XDG_CONFIG_HOME, ~/.config, or %APPDATA%
 TRUST_NAME = "trusted.json"
@@ -51,7 +55,8 @@ class VaultSettings:
 @dataclass
 class IndexSettings:
     # Where the index lives: a path to its SQLite file, or a server's URL (scheme://...)
-    # for a backend that has one. Empty: index.path, else <vault>/.vault-brain/index.db.
+    # for a backend that has one. Empty: index.path, else the vault's own folder in the
+    # user's cache (Settings.default_index_path), never inside the vault.
     url: str = ""
     path: str = ""  # the older name of a file path (index.url wins when both are set)
     fresh_read_seconds: float = 2.0
@@ -158,6 +163,9 @@ class Settings:
     write: WriteSettings = field(default_factory=WriteSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
     watch: WatchSettings = field(default_factory=WatchSettings)
+    # vault-brain's folder in the user's cache (user_cache_dir), filled by load_settings
+    # from the environment; not a config key.
+    cache_home: str = ""
 
     @property
     def vault_path(self) -> Path:
@@ -172,14 +180,42 @@ class Settings:
 
     @property
     def index_path(self) -> Path | None:
-        """The index file (default <vault>/.vault-brain/index.db); None when index.url
-        names a server."""
+        """The index file (default: default_index_path); None when index.url names a
+        server."""
         value = self.index.url or self.index.path
         if is_server_url(value):
             return None
         if value:
             return Path(value).expanduser().resolve()
-        return self.vault_path / INDEX_DIR / "index.db"
+        return self.default_index_path
+
+    @property
+    def index_is_default(self) -> bool:
+        """No index.url or index.path: the index lives in the vault's cache folder."""
+        return not (self.index.url or self.index.path)
+
+    @property
+    def default_index_path(self) -> Path:
+        """<user cache>/indexes/<vault name>-<hash of its resolved path>/index.db: out of
+        the folder people sync (a SQLite file copied mid-write is a damaged one), one
+        folder per vault (VAULT_MARKER in it names the vault)."""
+        home = Path(self.cache_home) if self.cache_home else user_cache_dir(os.environ)
+        return vault_index_dir(home, self.vault_path) / INDEX_FILE
+
+    @property
+    def vault_index_path(self) -> Path:
+        """Where earlier versions kept the index, <vault>/.vault-brain/index.db: one found
+        there is moved out once (index/sqlite/place.py)."""
+        return self.vault_path / INDEX_DIR / INDEX_FILE
+
+
+def vault_index_dir(cache_home: Path, vault: Path) -> Path:
+    """A vault's index folder under vault-brain's cache folder: named after the vault's
+    folder (for a person looking), with a hash of its resolved path (two vaults of one
+    name never share one)."""
+    digest = hashlib.sha256(str(vault).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    name = re.sub(r"[^\w.-]+", "-", vault.name).strip("-.")[:40] or "vault"
+    return cache_home / INDEXES_DIR / f"{name}-{digest}"
 
 
 def is_server_url(location: str) -> bool:
@@ -627,9 +663,9 @@ def _now() -> str:
 
 
 def _index_location_problems(s: Settings) -> list[str]:
-    """The index folder and the files in it must not be symbolic links, or the index (and
-    its -wal, -shm and lock files) would be written wherever they point. Only checked when
-    the index location is not the user's own choice."""
+    """The vault's folder must not be a symbolic link (vault-brain writes note history and
+    locks there), nor may an index kept inside it be written through links to elsewhere.
+    Only checked when the index location is not the user's own choice."""
     folder = s.vault_path / INDEX_DIR
     fix = (
         "if you want the index elsewhere, set index.url (or index.path) in your own config "
@@ -637,12 +673,15 @@ def _index_location_problems(s: Settings) -> list[str]:
     )
     if folder.is_symlink():
         return [
-            f"{folder} is a symbolic link (to {os.readlink(folder)}): the index would be "
-            f"written outside the vault; {fix}"
+            f"{folder} is a symbolic link (to {os.readlink(folder)}): vault-brain would "
+            "write outside the vault there; make it a plain folder"
         ]
-    if s.index_path is None:  # a server: nothing of the index is written in the vault
-        return []
-    where = s.index_path.parent
+    if s.index_path is None or s.index_is_default:
+        return []  # a server, or the vault's folder in the user's cache
+    given = os.path.abspath(Path(s.index.url or s.index.path).expanduser())
+    if os.path.commonpath([given, os.path.abspath(folder)]) != os.path.abspath(folder):
+        return []  # a file out of the vault, as given (not where links lead)
+    where = Path(given).parent
     if not where.is_dir():
         return []
     try:
@@ -751,6 +790,9 @@ def load_settings(
     if problems:
         raise ConfigError(problems)
     settings.vault.path = str(Path(settings.vault.path).expanduser().resolve())
+    # The cache folder from `env`, else from this process's environment (as HOME already
+    # is): a caller that hands in a bare env still keeps its caches where the process does.
+    settings.cache_home = str(user_cache_dir({**os.environ, **env}))
     if not settings.embed.cache_dir:
-        settings.embed.cache_dir = str(user_cache_dir(env))
+        settings.embed.cache_dir = settings.cache_home
     return settings

@@ -5,6 +5,7 @@ an anyio blocking portal (its own event loop thread)."""
 from __future__ import annotations
 
 import json
+import os
 import queue
 import subprocess
 import sys
@@ -40,7 +41,11 @@ INITIALIZE = {
 TOKEN = "test-token-0123456789"
 
 # Fast and offline: no embedding model. Search answers from full text and says `degraded`.
-BASE_ENV = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+# The run's cache folder (tests/conftest.py) reaches servers started with a bare env too.
+BASE_ENV = {
+    "VAULT_BRAIN_EMBED_PROVIDER": "none",
+    **{k: v for k, v in os.environ.items() if k == "XDG_CACHE_HOME"},
+}
 
 NOTES = {
     "How-to/Release checklist.md": (

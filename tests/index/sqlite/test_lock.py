@@ -56,9 +56,10 @@ def start_holder(path: Path) -> subprocess.Popen:
     return proc
 
 
-def test_lock_lives_in_the_vault_index_folder_by_default(tmp_path):
+def test_lock_lives_beside_the_index_in_the_vaults_cache_folder_by_default(tmp_path):
     settings = settings_for(tmp_path)
-    assert indexer_lock_path(settings) == tmp_path.resolve() / ".vault-brain" / "indexer.lock"
+    assert indexer_lock_path(settings) == settings.default_index_path.parent / "indexer.lock"
+    assert tmp_path.resolve() not in indexer_lock_path(settings).parents
 
 
 def test_lock_follows_an_index_kept_outside_the_vault(tmp_path):

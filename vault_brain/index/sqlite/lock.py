@@ -19,7 +19,7 @@ import filelock
 from vault_brain import log
 from vault_brain.errors import Unavailable
 
-LOCK_NAME = "indexer.lock"  # beside the index file it guards (default <vault>/.vault-brain/)
+LOCK_NAME = "indexer.lock"  # beside the index file it guards
 
 
 class IndexerLock:
