@@ -83,7 +83,7 @@ class EmbedSettings:
 @dataclass
 class SearchSettings:
     mode: str = "hybrid"  # hybrid | fts | vector
-    fusion: str = "convex"  # convex | rrf
+    fusion: str = "adaptive"  # adaptive | convex | rrf
     vector_weight: float = 0.4
     rrf_k: int = 60
     limit: int = 8
