@@ -83,9 +83,7 @@ class Terminal:
         screen = pyte.HistoryScreen(COLUMNS, LINES, history=10_000)
         stream = pyte.ByteStream(screen)
         stream.feed(raw)
-        history = [
-            "".join(line[x].data for x in range(COLUMNS)) for line in screen.history.top
-        ]
+        history = ["".join(line[x].data for x in range(COLUMNS)) for line in screen.history.top]
         lines = [line.rstrip() for line in history + list(screen.display)]
         return [line for line in lines if line]
 
