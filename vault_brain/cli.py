@@ -110,9 +110,8 @@ def index(
     ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Bring the index in step with the vault (incremental; --full rebuilds every note).
-
-    Phases: scan, parse (files), vectors and e5 vectors (chunks), each with its rate and
+    """Bring the index in step with the vault (incremental; --full rebuilds every note),
+    in phases: scan, parse (files), vectors and e5 vectors (chunks), each with its rate and
     the time left, and a summary line when it ends. Ctrl-C stops after the current batch,
     keeps what is done and exits 130: run `index` again to continue where it stopped."""
     settings = _settings(vault, config)
@@ -439,7 +438,9 @@ def _quote(text: str) -> str:
 
 @app.command()
 def status(vault: VaultOpt = None, config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
-    """Counts, pending work, the embedding model and the index size."""
+    """Counts, pending work, the models and the index size; the e5 tier's pace and time left
+    while a process embeds it; who holds the index (a watcher or server that keeps it in
+    step, or an `index` run in progress, with its pid)."""
     settings = _settings(vault, config)
     log.use_human_output()
     with _brain(settings) as brain:
@@ -530,7 +531,8 @@ def watch(
         typer.Option("--debounce", metavar="MS", help="Quiet time per path before syncing."),
     ] = None,
 ) -> None:
-    """Keep the index in step with the vault until Ctrl-C (JSON log lines on stderr)."""
+    """Keep the index in step with the vault until Ctrl-C (JSON log lines on stderr; the e5
+    backlog's: strong_backlog_started, strong_progress every 30 s, strong_backlog_done)."""
     overrides: dict[str, Any] = {"poll": poll or None, "debounce_ms": debounce}
     settings = _settings(vault, config, watch={k: v for k, v in overrides.items() if v is not None})
     with _brain(settings, one_shot=False) as brain:

@@ -69,6 +69,7 @@ FIRST_PASS_WAIT_FILES = 2_000
 # (the notes changed since the last pass, ~2 s of e5 at most), never a larger one.
 ONE_SHOT_STRONG_CHUNKS = 64
 ONE_SHOT_INSTANT_CHUNKS = 2_000  # ~1 s of the static model
+REFRESH_WAIT_SECONDS = 30.0  # an explicit pass waits this long for a read's catch-up pass
 # What a failing endpoint raises; anything else is a bug and propagates.
 ENDPOINT_ERRORS = (Unavailable, OSError, ValueError, RuntimeError)
 
@@ -418,8 +419,14 @@ class Indexer:
         if self.lock.held:
             yield
             return
-        if not self.lock.try_acquire(INDEX):
-            raise Unavailable(_held_elsewhere(indexer_holder(self.settings)))
+        deadline = time.monotonic() + REFRESH_WAIT_SECONDS
+        while not self.lock.try_acquire(INDEX):
+            holder = indexer_holder(self.settings)
+            # A search's catch-up pass ends in a moment: wait for it rather than refuse.
+            if (holder is None or holder.role == REFRESH) and time.monotonic() < deadline:
+                time.sleep(0.2)
+                continue
+            raise Unavailable(_held_elsewhere(holder))
         try:
             yield
         finally:
