@@ -596,10 +596,11 @@ class Indexer:
             log.warn("kernel_not_recorded", error=type(exc).__name__)
 
     def _publish_backlog(self, state: BacklogProgress | None) -> None:
+        """Best effort: a record `status` cannot read only means it shows no pace."""
         try:
             with self.index.transaction() as w:
                 w.set_meta("strong_progress", state.dumps() if state is not None else None)
-        except Unavailable as exc:
+        except Exception as exc:  # a full disk, or an index closed under a stopping server
             log.warn("progress_not_recorded", error=type(exc).__name__)
 
     def strong_progress(self) -> BacklogProgress | None:
@@ -764,6 +765,6 @@ def _held_elsewhere(holder: Holder | None) -> str:
             f"a vault-brain search or get{pid} is catching the index up; run this again in a moment"
         )
     return (
-        f"another vault-brain process{pid} (watch or serve) indexes this vault and keeps "
+        f"another vault-brain process, a watch or serve{pid}, indexes this vault and keeps "
         "the index in step; stop it to run this pass here"
     )
