@@ -161,3 +161,20 @@ def test_progress_and_its_figures_are_leaves():
         if rel.name == "cli.py" or rel.name == "progress.py":
             continue
         assert "vault_brain.progress" not in _imports(path), f"{rel} shows a display"
+
+
+def test_the_export_readers_know_nothing_of_the_index_or_the_layers_above():
+    """importers/ turns files into records; deciding and writing is importing.py's."""
+    above = (
+        "vault_brain.index",
+        "vault_brain.service",
+        "vault_brain.server",
+        "vault_brain.indexer",
+        "vault_brain.search",
+        "vault_brain.embed",
+        "vault_brain.importing",
+        "vault_brain.cli",
+    )
+    for path in _modules("importers"):
+        bad = {m for m in _imports(path) if m.startswith(above)}
+        assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
