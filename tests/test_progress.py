@@ -244,7 +244,7 @@ def test_watch_tells_its_e5_backlog_and_status_shows_the_pace_while_it_works(tmp
     pid = watch.proc.pid
     try:
         started = watch.wait_for("strong_backlog_started")
-        assert (started["done"], started["total"], started["pending"]) == (0, notes, notes)
+        assert started["done"] == 0 and started["pending"] == started["total"] > 64
         pace = watch.wait_for("strong_progress")
         assert pace["chunks_per_s"] > 0 and pace["eta_s"] is not None
         assert 0 < pace["done"] < notes and pace["total"] == notes

@@ -132,14 +132,17 @@ class Backlog:
         meter, self.meter = self.meter, None
         if meter is None:
             return
-        done = max(0, meter.done - meter.first)
+        try:
+            done, total = self._coverage()  # notes may have come and gone meanwhile
+        except Exception:  # an index closing under a stopping process: what is known
+            done, total = meter.done, meter.total
         log.event(
             f"{self.name}_backlog_{how}",
-            written=done,
+            written=max(0, meter.done - meter.first),
             seconds=round(meter.elapsed(), 1),
             chunks_per_s=round(meter.average(), 1),
-            done=meter.done,
-            total=meter.total,
+            done=done,
+            total=total,
         )
         self._publish(None)
 
