@@ -136,6 +136,8 @@ def index(
             report = _sync_phases(brain, phases, full, stop)
             vectors = _vector_phase(brain, phases, stop, strong=False)
             strong = _vector_phase(brain, phases, stop, strong=True)
+            # What "no relation" scores in this vault, once its vectors are in (seconds).
+            calibrated = [] if stop.is_set() else _calibrate_phase(brain, phases)
             status = brain.status()
     stopped = stop.is_set() and (
         report.stopped or bool(status.pending_vectors) or bool(status.strong_pending)
@@ -146,6 +148,7 @@ def index(
         "pending_vectors": status.pending_vectors,
         "strong_vectors_written": strong,
         "strong_pending": status.strong_pending,
+        "calibrated": calibrated,
         "last_error": status.last_error,
         "stopped": stopped,
     }
@@ -250,6 +253,21 @@ def _vector_phase(brain: Any, phases: Any, stop: Any, *, strong: bool) -> int:
     return written
 
 
+def _calibrate_phase(brain: Any, phases: Any) -> list[str]:
+    """The vault's calibration, when due (a few seconds; the first time it embeds a bank
+    of questions): shown like a phase, and a line when it fitted a tier."""
+    from vault_brain.meter import duration
+
+    phase = phases.phase("calibrate", "tiers")
+    fitted = brain.calibrate()
+    if fitted:
+        took = duration(phase.meter.elapsed())
+        phase.finish(f"calibrated the {' and '.join(fitted)} vectors in {took}")
+    else:
+        phase.drop()
+    return fitted
+
+
 def _where_it_stopped(report: Any, st: Any) -> str:
     """What an interrupted `index` leaves, and how to go on."""
     parts = [f"indexed {st.notes:,} of {report.scanned:,} files"]
@@ -340,7 +358,9 @@ def search(
             typer.echo("no matches")
         return
     for i, hit in enumerate(result.hits, 1):
-        typer.echo(f"{i}. {hit.title}  [{hit.path}]  id={hit.id}  score={hit.score:.3f}")
+        typer.echo(
+            f"{i}. {hit.title}  [{hit.path}]  id={hit.id}  score={hit.score:.3f} ({hit.confidence})"
+        )
         if hit.snippet:
             typer.echo(f"   {hit.snippet}")
         if hit.explain:

@@ -143,6 +143,10 @@ class Phase:
             f"({per_second(m.average(), self.unit)})"
         )
 
+    def drop(self) -> None:
+        """End the phase without a line (it had nothing to do)."""
+        self._drop()
+
     def _drop(self) -> None:
         bars = self.phases._bars
         if bars is not None and self._task is not None:
