@@ -148,6 +148,21 @@ def test_cli_and_server_use_only_brain_methods_not_its_parts():
             assert part not in source, f"{path.relative_to(PKG)} uses {part}…"
 
 
+def test_progress_and_its_figures_are_leaves():
+    """meter.py (rates, time left), progress.py (the terminal display) and backlog.py (a
+    background job's log lines) lean on nothing above them; only the doors show a display."""
+    allowed = {"vault_brain.log", "vault_brain.meter"}
+    for name in ("meter.py", "progress.py", "backlog.py"):
+        ours = {m for m in _imports(PKG / name) if m.startswith("vault_brain.")}
+        bad = {m for m in ours if not any(m == a or m.startswith(a + ".") for a in allowed)}
+        assert not bad, f"{name} imports {sorted(bad)}"
+    for path in _modules(""):
+        rel = path.relative_to(PKG)
+        if rel.name == "cli.py" or rel.name == "progress.py":
+            continue
+        assert "vault_brain.progress" not in _imports(path), f"{rel} shows a display"
+
+
 def test_the_export_readers_know_nothing_of_the_index_or_the_layers_above():
     """importers/ turns files into records; deciding and writing is importing.py's."""
     above = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -13,7 +14,7 @@ import pytest
 
 from vault_brain.config import load_settings
 from vault_brain.errors import Unavailable
-from vault_brain.lock import IndexerLock, indexer_alive, indexer_lock_path
+from vault_brain.lock import Holder, IndexerLock, indexer_alive, indexer_holder, indexer_lock_path
 
 
 def settings_for(vault: Path, **index: str):
@@ -26,16 +27,16 @@ HOLDER = textwrap.dedent(
     from pathlib import Path
     from vault_brain.lock import IndexerLock
     lock = IndexerLock(Path(sys.argv[1]))
-    assert lock.try_acquire()
+    assert lock.try_acquire(sys.argv[2] if len(sys.argv) > 2 else None)
     print("held", flush=True)
     time.sleep(600)
     """
 )
 
 
-def start_holder(path: Path) -> subprocess.Popen:
+def start_holder(path: Path, *role: str) -> subprocess.Popen:
     proc = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(path)],
+        [sys.executable, "-c", HOLDER, str(path), *role],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -148,3 +149,21 @@ def test_lock_that_cannot_be_created_raises_unavailable(tmp_path):
     blocker.write_text("x")
     with pytest.raises(Unavailable):
         IndexerLock(blocker / "indexer.lock").try_acquire()
+
+
+def test_the_holder_says_who_it_is_and_what_for(tmp_path):
+    settings = settings_for(tmp_path)
+    holder = start_holder(indexer_lock_path(settings), "index")
+    try:
+        assert indexer_holder(settings) == Holder(holder.pid, "index")
+        assert not indexer_holder(settings).keeps_in_step  # an index run ends; a watcher stays
+    finally:
+        holder.kill()
+        holder.wait()
+    assert indexer_holder(settings) is None  # its record, left by a kill -9, is not read
+    watcher = IndexerLock(indexer_lock_path(settings))
+    assert watcher.try_acquire("watch")
+    assert indexer_holder(settings) == Holder(os.getpid(), "watch")
+    assert indexer_holder(settings).keeps_in_step
+    watcher.release()
+    assert not indexer_lock_path(settings).with_name("indexer.lock.json").exists()

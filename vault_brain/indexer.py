@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vault_brain import log
+from vault_brain.backlog import Backlog, BacklogProgress
 from vault_brain.config import Settings
 from vault_brain.embed.base import Embedder
 from vault_brain.embed.cache import ModelCache
@@ -35,7 +36,16 @@ from vault_brain.errors import Unavailable
 from vault_brain.index.db import IndexDamaged, SqliteIndex
 from vault_brain.index.store import TIERS
 from vault_brain.index.sync import Progress, Syncer, SyncProgress, SyncReport
-from vault_brain.lock import IndexerLock, indexer_alive, indexer_lock_path
+from vault_brain.lock import (
+    INDEX,
+    REFRESH,
+    WATCH,
+    Holder,
+    IndexerLock,
+    indexer_alive,
+    indexer_holder,
+    indexer_lock_path,
+)
 from vault_brain.records import Indexing
 
 if TYPE_CHECKING:
@@ -60,6 +70,7 @@ FIRST_PASS_WAIT_FILES = 2_000
 # (the notes changed since the last pass, ~2 s of e5 at most), never a larger one.
 ONE_SHOT_STRONG_CHUNKS = 64
 ONE_SHOT_INSTANT_CHUNKS = 2_000  # ~1 s of the static model
+REFRESH_WAIT_SECONDS = 30.0  # an explicit pass waits this long for a read's catch-up pass
 # The share of chunks a tier must have vectors for before the vault is calibrated on it
 # (search/fit.py): the strong tier answers from this share on (search/semantic.py).
 CALIBRATE_COVERAGE = 0.99
@@ -137,6 +148,8 @@ class Indexer:
         self._progress_published = 0.0
         self._checked = False  # the full-text index's integrity was checked in this process
         self._kernel_recorded: str | None = None  # the strong kernel this process recorded
+        # The strong tier's backlog, told in log lines and a record `status` reads.
+        self.strong_backlog = Backlog("strong", self.strong_coverage, self._publish_backlog)
 
     # -- role ----------------------------------------------------------------------------
 
@@ -154,8 +167,16 @@ class Indexer:
         return self._watcher
 
     def watched(self) -> bool:
-        """Some process (this one or another) keeps the index in step right now."""
-        return self.live or indexer_alive(self.settings)
+        """Some process (this one or another) keeps the index in step right now: a watcher,
+        not an `index` run (which holds the lock only until it ends)."""
+        if self.live:
+            return True
+        holder = indexer_holder(self.settings)
+        return holder is not None and holder.keeps_in_step
+
+    def holder(self) -> Holder | None:
+        """The process holding the indexer lock (maybe this one), or None."""
+        return indexer_holder(self.settings)
 
     def start(self) -> None:
         """Take the indexer role if the lock is free, else wait for it as a reader (a thread
@@ -164,7 +185,7 @@ class Indexer:
             if self._role != "stopped":
                 return
             self._stop.clear()
-            if self.lock.try_acquire():
+            if self.lock.try_acquire(WATCH):
                 self._become_indexer()
                 return
             self._role = "reader"
@@ -173,6 +194,7 @@ class Indexer:
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop watching (syncing every path still pending) and give up the role."""
+        self.strong_backlog.paused()
         with self._role_lock:
             if self._role == "stopped":
                 return
@@ -200,7 +222,7 @@ class Indexer:
     def _wait_for_role(self) -> None:
         while not self._stop.wait(self.lock_retry_seconds):
             try:
-                got = self.lock.try_acquire()
+                got = self.lock.try_acquire(WATCH)
             except Exception as exc:  # an unreadable index folder: keep reading, retry later
                 log.warn("watch_lock_error", error=log.cut(str(exc), 200))
                 continue
@@ -240,12 +262,19 @@ class Indexer:
 
     # -- the write path --------------------------------------------------------------------
 
-    def sync(self, *, full: bool = False, progress: Progress | None = None) -> SyncReport:
-        """A full stat pass (incremental; `full` re-parses every note), under the lock."""
-        with self._pass_lock, self._holding_lock():
+    def sync(
+        self,
+        *,
+        full: bool = False,
+        progress: Progress | None = None,
+        stop: threading.Event | None = None,
+    ) -> SyncReport:
+        """A full stat pass (incremental; `full` re-parses every note), under the lock.
+        `stop`, once set, ends it after the batch being stored (`report.stopped`)."""
+        with self._pass_lock, self.exclusive():
             if not self._checked:
                 full = self._repair_if_damaged() or full
-            report = self._full_pass(full=full, progress=progress)
+            report = self._full_pass(full=full, progress=progress, stop=stop)
         self._changed.set()
         log.event(
             "sync", scanned=report.scanned, **report.counts(), skipped=report.skipped, ms=report.ms
@@ -319,7 +348,7 @@ class Indexer:
             if self.lock.held:
                 return False
             try:
-                if not self.lock.try_acquire():
+                if not self.lock.try_acquire(REFRESH):
                     return False
             except Unavailable:
                 return False
@@ -339,7 +368,13 @@ class Indexer:
         finally:
             self._pass_lock.release()
 
-    def _full_pass(self, *, full: bool = False, progress: Progress | None = None) -> SyncReport:
+    def _full_pass(
+        self,
+        *,
+        full: bool = False,
+        progress: Progress | None = None,
+        stop: threading.Event | None = None,
+    ) -> SyncReport:
         """A stat pass over the whole vault (the caller holds the indexer lock). A vault's
         first pass publishes its progress from its first moment, whatever its size, and
         every pass that completes records when (INDEXED_AT): until a first one has, answers
@@ -348,7 +383,11 @@ class Indexer:
         if first:
             self._publish_progress(Indexing(0, 0))  # counting the files
         try:
-            report = self._syncer.sync_all(full=full, progress=self._tracking(progress, first))
+            report = self._syncer.sync_all(
+                full=full, progress=self._tracking(progress, first), stop=stop
+            )
+            if report.stopped:
+                return report  # not a completed pass: the index is still partial
             with self.index.transaction() as w:
                 w.set_meta(INDEXED_AT, str(round(time.time(), 3)))
             self._indexed_once = True
@@ -377,15 +416,21 @@ class Indexer:
         return backlog if backlog <= ONE_SHOT_STRONG_CHUNKS else 0
 
     @contextmanager
-    def _holding_lock(self) -> Iterator[None]:
+    def exclusive(self) -> Iterator[None]:
+        """Hold the indexer role for an explicit run (`vault-brain index`: its pass and its
+        vectors), so nothing else indexes meanwhile and `status` says an index run is in
+        progress. Raises Unavailable, naming the holder, when another process holds it."""
         if self.lock.held:
             yield
             return
-        if not self.lock.try_acquire():
-            raise Unavailable(
-                "another vault-brain process (watch or serve) indexes this vault and keeps "
-                "the index in step; stop it to run this pass here"
-            )
+        deadline = time.monotonic() + REFRESH_WAIT_SECONDS
+        while not self.lock.try_acquire(INDEX):
+            holder = indexer_holder(self.settings)
+            # A search's catch-up pass ends in a moment: wait for it rather than refuse.
+            if (holder is None or holder.role == REFRESH) and time.monotonic() < deadline:
+                time.sleep(0.2)
+                continue
+            raise Unavailable(_held_elsewhere(holder))
         try:
             yield
         finally:
@@ -563,20 +608,25 @@ class Indexer:
         from vault_brain.index.vectors import embed_batch
 
         kind = "embed" if name == "instant" else "strong"
-        written = 0
+        if name == "strong":
+            self.strong_backlog.begin(embedder.name)
+        written, dry = 0, False
         try:
             while limit is None or written < limit:
                 size = batch if limit is None else min(batch, limit - written)
                 n = embed_batch(self.index, embedder, size, TIERS[name])
                 written += n
                 if n < size:  # the queue ran dry: no second look at an empty one
+                    dry = True
                     break
         except ENDPOINT_ERRORS as exc:
             self._failed(kind, backoff, exc)
             return written, False
         self._succeeded(kind, backoff)
-        if written and name == "strong":
-            self._record_kernel(embedder)
+        if name == "strong":
+            if written:
+                self._record_kernel(embedder)
+            self.strong_backlog.worked(written, dry=dry)
         return written, limit is not None and written >= limit
 
     def _record_kernel(self, embedder: Embedder) -> None:
@@ -595,6 +645,24 @@ class Indexer:
             self._kernel_recorded = record
         except Unavailable as exc:
             log.warn("kernel_not_recorded", error=type(exc).__name__)
+
+    def _publish_backlog(self, state: BacklogProgress | None) -> None:
+        """Best effort: a record `status` cannot read only means it shows no pace."""
+        try:
+            with self.index.transaction() as w:
+                w.set_meta("strong_progress", state.dumps() if state is not None else None)
+        except Exception as exc:  # a full disk, or an index closed under a stopping server
+            log.warn("progress_not_recorded", error=type(exc).__name__)
+
+    def strong_progress(self) -> BacklogProgress | None:
+        """The strong tier's backlog as the process working on it last recorded it (rate,
+        time left), or None when no process is working on one now."""
+        with self.index.read() as r:
+            state = BacklogProgress.loads(r.get_meta("strong_progress"))
+        if state is None:
+            return None
+        holder = indexer_holder(self.settings)
+        return state if holder is not None and state.fresh(holder.pid) else None
 
     def strong_kernel(self) -> tuple[str, float | None] | None:
         """(kernel, agreement) of the strong tier: this process's when its model is loaded,
@@ -735,3 +803,21 @@ class Indexer:
             return float(record["at"]), str(record["message"])
         except (ValueError, TypeError, KeyError):
             return 0.0, raw
+
+
+def _held_elsewhere(holder: Holder | None) -> str:
+    """Why an explicit pass cannot run now, naming the process that holds the role."""
+    pid = f" (pid {holder.pid})" if holder is not None and holder.pid else ""
+    if holder is not None and holder.role == INDEX:
+        return (
+            f"a `vault-brain index` run{pid} is indexing this vault; wait for it to end "
+            "(or stop it), then run this again"
+        )
+    if holder is not None and holder.role == REFRESH:
+        return (
+            f"a vault-brain search or get{pid} is catching the index up; run this again in a moment"
+        )
+    return (
+        f"another vault-brain process, a watch or serve{pid}, indexes this vault and keeps "
+        "the index in step; stop it to run this pass here"
+    )

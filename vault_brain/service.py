@@ -15,7 +15,8 @@ import json
 import os
 import threading
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -124,10 +125,27 @@ class Brain:
 
     # -- keeping the index in step (the Indexer does the work) ---------------------------
 
-    def sync(self, *, full: bool = False, progress: Progress | None = None) -> SyncReport:
+    def sync(
+        self,
+        *,
+        full: bool = False,
+        progress: Progress | None = None,
+        stop: threading.Event | None = None,
+    ) -> SyncReport:
         """Bring the index in step with the vault: stat pass, hash, re-index what changed.
-        Raises Unavailable while another process indexes the vault."""
-        return self.indexer.sync(full=full, progress=progress)
+        Raises Unavailable while another process indexes the vault. `stop`, once set, ends
+        the pass after the batch being stored (the report says `stopped`); the next pass
+        continues from there."""
+        return self.indexer.sync(full=full, progress=progress, stop=stop)
+
+    @contextmanager
+    def index_run(self) -> Iterator[None]:
+        """Hold the vault's indexer role for an explicit run (`vault-brain index`: its pass
+        and its vectors): nothing else indexes meanwhile, a watcher waits for it, and
+        `status` says an index run is in progress. Raises Unavailable, naming the process,
+        when another holds the role."""
+        with self.indexer.exclusive():
+            yield
 
     def sync_paths(self, paths: Iterable[str]) -> SyncReport:
         return self.indexer.sync_paths(paths)
@@ -400,6 +418,9 @@ class Brain:
         latest = max((e for e in errors.values() if e), default=None)
         strong_done, strong_total = self.indexer.strong_coverage()
         kernel = self.indexer.strong_kernel() if self.strong else None
+        holder = self.indexer.holder()
+        backlog = self.indexer.strong_progress() if self.strong else None
+        rate = backlog.rate if backlog else None
         return Status(
             vault=str(self.root),
             index_path=str(self.index_path),
@@ -412,7 +433,9 @@ class Brain:
             dimension=held[1] if ready and held else None,
             index_bytes=self.index.size_bytes(),
             indexer=self.indexer.live,
-            watched=self.indexer.watched(),
+            watched=self.indexer.live or (holder is not None and holder.keeps_in_step),
+            indexer_pid=holder.pid if holder else None,
+            indexer_role=holder.role if holder else None,
             last_error=latest[1] if latest else None,
             embed_error=errors["embed"][1] if errors["embed"] else None,
             summary_error=errors["summary"][1] if errors["summary"] else None,
@@ -424,6 +447,10 @@ class Brain:
             strong_error=errors_strong[1] if (errors_strong := self._strong_error()) else None,
             strong_kernel=kernel[0] if kernel else None,
             strong_agreement=kernel[1] if kernel else None,
+            strong_rate=rate,
+            strong_eta_seconds=(
+                round((strong_total - strong_done) / rate) if rate and backlog else None
+            ),
         )
 
     def _strong_error(self) -> tuple[float, str] | None:
