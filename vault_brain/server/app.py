@@ -12,16 +12,26 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
+    GetPromptRequestParams,
+    GetPromptResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
     ListToolsResult,
     PaginatedRequestParams,
+    ReadResourceRequestParams,
+    ReadResourceResult,
     TextContent,
 )
 
@@ -29,10 +39,12 @@ import vault_brain
 from vault_brain import log
 from vault_brain.config import Settings
 from vault_brain.errors import Unavailable, VaultBrainError
-from vault_brain.server import tools
+from vault_brain.server import prompts, resources, tools
 
 if TYPE_CHECKING:
     from vault_brain.service import Brain
+
+T = TypeVar("T")
 
 OPEN_WAIT_SECONDS = 30.0
 # The first tool call waits at most this long for the first pass over a never-indexed vault;
@@ -176,8 +188,31 @@ def call_tool(
     return CallToolResult(content=[TextContent(text=tools.dumps(reply))])
 
 
+def answer(kind: str, what: str, work: Callable[[], T]) -> T:
+    """A resource or prompt request, start to finish (in a worker thread): our errors become
+    one JSON-RPC error whose data is the usual {code, message, retryable}; one log line."""
+    started = time.perf_counter()
+    try:
+        result = work()
+    except Exception as exc:  # noqa: BLE001 - mapped to the one error shape
+        payload = error_payload(exc)
+        if not isinstance(exc, VaultBrainError):
+            log.warn(f"{kind}_internal_error", error=type(exc).__name__, where=_where(exc))
+        log.event(kind, what=what, latency_ms=_ms(started), error=payload["code"])
+        # A wrong URI or argument is the client's to fix (INVALID_PARAMS, as the SDK's own
+        # MCPServer answers an unknown resource); anything else is ours.
+        code = INVALID_PARAMS if payload["code"] in CLIENT_ERRORS else INTERNAL_ERROR
+        raise MCPError(code, str(payload["message"]), payload) from None
+    log.event(kind, what=what, latency_ms=_ms(started))
+    return result
+
+
+CLIENT_ERRORS = ("INVALID_INPUT", "NOT_FOUND", "FORBIDDEN")
+
+
 def make_server(settings: Settings, handle: BrainHandle) -> Server[Any]:
-    """The MCP server: tools/list from the hand-written specs, tools/call through Brain."""
+    """The MCP server: tools/list from the hand-written specs, tools/call through Brain;
+    notes as resources (server/resources.py) and two prompts (server/prompts.py)."""
     listed = ListToolsResult(tools=[t.tool() for t in tools.visible_tools(settings)])
     schemas = {t.name: t.input_schema for t in listed.tools}
 
@@ -190,6 +225,42 @@ def make_server(settings: Settings, handle: BrainHandle) -> Server[Any]:
             call_tool, handle, settings, params.name, params.arguments
         )
 
+    async def on_list_resources(
+        ctx: Any, params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
+        cursor = params.cursor if params is not None else None
+        return await anyio.to_thread.run_sync(
+            answer,
+            "resources_list",
+            "",
+            lambda: resources.list_resources(handle.get(), cursor),
+        )
+
+    async def on_list_resource_templates(
+        ctx: Any, params: PaginatedRequestParams | None
+    ) -> ListResourceTemplatesResult:
+        return resources.TEMPLATES
+
+    async def on_read_resource(ctx: Any, params: ReadResourceRequestParams) -> ReadResourceResult:
+        uri = str(params.uri)
+        return await anyio.to_thread.run_sync(
+            answer,
+            "resource",
+            log.cut(uri, 80),
+            lambda: resources.read_resource(handle.get(), uri),
+        )
+
+    async def on_list_prompts(ctx: Any, params: PaginatedRequestParams | None) -> ListPromptsResult:
+        return prompts.list_prompts(settings)
+
+    async def on_get_prompt(ctx: Any, params: GetPromptRequestParams) -> GetPromptResult:
+        return await anyio.to_thread.run_sync(
+            answer,
+            "prompt",
+            log.cut(params.name, 80),
+            lambda: prompts.get_prompt(settings, handle.get, params.name, params.arguments),
+        )
+
     return Server(
         "vault-brain",
         version=vault_brain.__version__,
@@ -200,6 +271,11 @@ def make_server(settings: Settings, handle: BrainHandle) -> Server[Any]:
         get_tool_input_schema=schemas.get,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        on_list_resources=on_list_resources,
+        on_list_resource_templates=on_list_resource_templates,
+        on_read_resource=on_read_resource,
+        on_list_prompts=on_list_prompts,
+        on_get_prompt=on_get_prompt,
     )
 
 

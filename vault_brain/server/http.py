@@ -34,6 +34,7 @@ from vault_brain import log
 from vault_brain.config import Settings, is_loopback
 from vault_brain.errors import ConfigError, Unavailable
 from vault_brain.server.app import BrainHandle, make_server, route_library_logs
+from vault_brain.server.health import health_body
 
 if TYPE_CHECKING:
     from vault_brain.service import Brain
@@ -349,32 +350,7 @@ def build_app(settings: Settings, handle: BrainHandle) -> ASGIApp:
             status = "error" if handle.failed else "starting"
             return JSONResponse({"status": status}, status_code=503)
         st = await anyio.to_thread.run_sync(brain.status)
-        return JSONResponse(
-            {
-                "status": "degraded" if st.last_error else "ok",
-                "notes": st.notes,
-                "chunks": st.chunks,
-                "pending_vectors": st.pending_vectors,
-                "pending_summaries": st.pending_summaries,
-                "embedding": st.embedding,
-                "dimension": st.dimension,
-                "summary_model": st.summary_model,
-                "last_error": st.last_error,
-                "indexer": st.indexer,
-                "indexing": (
-                    {"done": st.indexing.done, "total": st.indexing.total} if st.indexing else None
-                ),
-                "strong": (
-                    {
-                        "model": st.strong_model,
-                        "done": st.strong_vectors,
-                        "total": st.strong_vectors + st.strong_pending,
-                    }
-                    if st.strong_model
-                    else None
-                ),
-            }
-        )
+        return JSONResponse(health_body(st))
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

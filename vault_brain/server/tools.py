@@ -258,14 +258,14 @@ TOOLS: tuple[ToolSpec, ...] = (
             "query": Arg(
                 "str", "a question or keywords, any language", required=True, max_len=QUERY_MAX
             ),
-            "limit": Arg("int", lo=1, hi=SEARCH_LIMIT_MAX),
+            "limit": Arg("int", "max results", lo=1, hi=SEARCH_LIMIT_MAX),
             "tags": _TAGS,
             "folder": _FOLDER,
             "since": _SINCE,
             "until": _UNTIL,
-            "mode": Arg("str", choices=MODES),
+            "mode": Arg("str", "default hybrid", choices=MODES),
             "min_score": Arg("num", "default 0.15", lo=0, hi=1),
-            "max_tokens": Arg("int", "reply size cap; best hits first", lo=1),
+            "max_tokens": Arg("int", "reply size cap; best hits first"),
         },
         run=_search,
         read_only=True,
@@ -283,7 +283,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "since": _SINCE,
             "until": _UNTIL,
             "limit": Arg("int", "per page", lo=1, hi=LIST_LIMIT_MAX, default=20),
-            "cursor": Arg("str", "next_cursor, for the next page", max_len=CURSOR_MAX),
+            "cursor": Arg("str", "a next_cursor", max_len=CURSOR_MAX),
         },
         run=_list,
         read_only=True,
@@ -301,8 +301,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="memory_save",
         description=(
-            "Create a new Markdown note (never overwrites). Give a one-line summary. "
-            "Returns {id,path,version}, plus duplicate_of if the same content exists."
+            "Create a Markdown note (never overwrites); give a one-line summary. "
+            "Returns {id,path,version}, plus duplicate_of if that content exists."
         ),
         args={
             "title": Arg("str", "becomes the file name", required=True, max_len=TITLE_MAX),
