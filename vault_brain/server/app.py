@@ -40,6 +40,7 @@ from vault_brain import log
 from vault_brain.config import Settings
 from vault_brain.errors import Unavailable, VaultBrainError
 from vault_brain.server import prompts, resources, tools
+from vault_brain.server.metrics import Metrics
 
 if TYPE_CHECKING:
     from vault_brain.service import Brain
@@ -167,7 +168,11 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
 
 
 def call_tool(
-    handle: BrainHandle, settings: Settings, name: str, arguments: Mapping[str, Any] | None
+    handle: BrainHandle,
+    settings: Settings,
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    metrics: Metrics | None = None,
 ) -> CallToolResult:
     """One tool call, start to finish, synchronously (run it in a worker thread)."""
     started = time.perf_counter()
@@ -183,8 +188,12 @@ def call_tool(
         if not isinstance(exc, VaultBrainError):
             log.warn("tool_internal_error", tool=name, error=type(exc).__name__, where=_where(exc))
         log.event("tool", **fields, latency_ms=_ms(started), results=0, error=payload["code"])
+        if metrics is not None:
+            metrics.tool_call(name, time.perf_counter() - started, str(payload["code"]))
         return CallToolResult(content=[TextContent(text=tools.dumps(payload))], is_error=True)
     log.event("tool", **fields, latency_ms=_ms(started), results=count)
+    if metrics is not None:
+        metrics.tool_call(name, time.perf_counter() - started)
     return CallToolResult(content=[TextContent(text=tools.dumps(reply))])
 
 
@@ -210,9 +219,12 @@ def answer(kind: str, what: str, work: Callable[[], T]) -> T:
 CLIENT_ERRORS = ("INVALID_INPUT", "NOT_FOUND", "FORBIDDEN")
 
 
-def make_server(settings: Settings, handle: BrainHandle) -> Server[Any]:
+def make_server(
+    settings: Settings, handle: BrainHandle, metrics: Metrics | None = None
+) -> Server[Any]:
     """The MCP server: tools/list from the hand-written specs, tools/call through Brain;
-    notes as resources (server/resources.py) and two prompts (server/prompts.py)."""
+    notes as resources (server/resources.py) and two prompts (server/prompts.py). Tool
+    calls are counted in `metrics` when given (the HTTP server's /metrics)."""
     listed = ListToolsResult(tools=[t.tool() for t in tools.visible_tools(settings)])
     schemas = {t.name: t.input_schema for t in listed.tools}
 
@@ -222,7 +234,7 @@ def make_server(settings: Settings, handle: BrainHandle) -> Server[Any]:
     async def on_call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
         # Brain is synchronous and may take a while: keep the event loop free for other calls.
         return await anyio.to_thread.run_sync(
-            call_tool, handle, settings, params.name, params.arguments
+            call_tool, handle, settings, params.name, params.arguments, metrics
         )
 
     async def on_list_resources(

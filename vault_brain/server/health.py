@@ -9,8 +9,19 @@ from vault_brain.records import Status
 
 
 def health_body(st: Status) -> dict[str, Any]:
+    """`status` is "degraded" while an endpoint or the strong tier fails (and `reason` says
+    which and why), else "indexing" while a first pass over the vault runs (`indexing` has
+    the counts), else "ok"."""
+    reason = failing(st)
+    if reason:
+        state = "degraded"
+    elif st.indexing is not None:
+        state = "indexing"
+    else:
+        state = "ok"
     return {
-        "status": "degraded" if st.last_error else "ok",
+        "status": state,
+        "reason": reason,
         "notes": st.notes,
         "chunks": st.chunks,
         "pending_vectors": st.pending_vectors,
@@ -33,3 +44,17 @@ def health_body(st: Status) -> dict[str, Any]:
             else None
         ),
     }
+
+
+def failing(st: Status) -> str | None:
+    """What is failing, from the errors the indexer recorded (cleared by the next success)."""
+    problems = [
+        f"{what} failing: {error}"
+        for what, error in (
+            ("embedding endpoint", st.embed_error),
+            ("summary endpoint", st.summary_error),
+            ("multilingual (strong) tier", st.strong_error),
+        )
+        if error
+    ]
+    return "; ".join(problems) or None
