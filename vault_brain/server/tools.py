@@ -265,7 +265,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "until": _UNTIL,
             "mode": Arg("str", "default hybrid", choices=MODES),
             "min_score": Arg("num", "default 0.15", lo=0, hi=1),
-            "max_tokens": Arg("int", "reply size cap; best hits first"),
+            "max_tokens": Arg("int", "reply size cap in tokens; best hits first"),
         },
         run=_search,
         read_only=True,
