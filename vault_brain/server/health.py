@@ -39,6 +39,7 @@ def health_body(st: Status) -> dict[str, Any]:
                 "model": st.strong_model,
                 "done": st.strong_vectors,
                 "total": st.strong_vectors + st.strong_pending,
+                "kernel": st.strong_kernel,
             }
             if st.strong_model
             else None
