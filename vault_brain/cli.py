@@ -327,7 +327,7 @@ def _search_json(result: Any, hits: list[Any], omitted: int, explain: bool) -> s
         for row in rows:
             row.pop("explain", None)
     out: dict[str, Any] = {"results": rows, "mode": result.mode, "degraded": result.degraded}
-    if not result.hits:
+    if result.nothing_relevant:
         out["nothing_relevant"] = True
     if omitted:
         out["omitted"] = omitted
@@ -343,7 +343,7 @@ def _search_lines(
     """`search` for a person: one line per hit and its snippet."""
     lines: list[str] = []
     if not result.hits:
-        if result.below_cutoff:
+        if result.below_cutoff and result.nothing_relevant:
             n = result.below_cutoff
             lines.append(
                 f"nothing relevant ({n} weak match{'' if n == 1 else 'es'} under the "

@@ -12,6 +12,7 @@ import base64
 import difflib
 import functools
 import json
+import os
 import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
@@ -246,6 +247,16 @@ class Brain:
                 info = r.note_by_stem(stem)
             if info is not None:
                 return info
+        if self._index_on_demand(path):
+            return self._find(ref)
+        state = self.indexer.indexing()
+        if state is not None:
+            raise Unavailable(
+                f"{ref!r} is not indexed yet: the first pass over the vault is running "
+                f"({state.done} of {state.total or '?'} files); retry in a few seconds",
+                indexing={"done": state.done, "total": state.total},
+            )
+        with self.index.read() as r:
             names = r.names()
             close = difflib.get_close_matches(ref.lower(), [n.lower() for n, _ in names], 3, 0.6)
             rowids = list(dict.fromkeys(rowid for n, rowid in names if n.lower() in close))
@@ -261,6 +272,23 @@ class Brain:
             + "; memory_search finds notes by their content",
             suggestions=suggestions,
         )
+
+    def _index_on_demand(self, path: str) -> bool:
+        """A note file the index does not hold yet (a first pass is still on its way to it,
+        or a watcher has not seen it): index it now. True when that found it."""
+        rel = path if path.lower().endswith(".md") else path + ".md"
+        if rel.startswith((".", "/")) or "/." in rel or ".." in rel.split("/"):
+            return False  # hidden, ignored or outside: never a note the index would hold
+        full = self.root / rel
+        try:
+            # No symlink on the way: the scanner's link rules apply to those (a full pass).
+            plain = full.is_file() and os.path.realpath(full) == os.path.abspath(full)
+        except (OSError, ValueError):
+            return False
+        if plain and self.indexer.wrote(rel):
+            with self.index.read() as r:
+                return r.note_by_path(rel) is not None
+        return False
 
     def _filters(
         self,
@@ -356,7 +384,7 @@ class Brain:
         rows = rows[:limit]
         notes = [NoteSummary(r.id, r.title, r.path, r.summary, r.updated) for r in rows]
         next_cursor = _encode_cursor(rows[-1].sort_time, rows[-1].rowid) if more else None
-        return NotePage(notes, next_cursor)
+        return NotePage(notes, next_cursor, self.indexer.indexing())
 
     def status(self) -> Status:
         with self.index.read() as r:

@@ -152,7 +152,7 @@ def _search_reply(found: Any, hits: list[Any], omitted: int) -> dict[str, Any]:
         for h in hits
     ]
     reply: dict[str, Any] = {"results": results, "degraded": bool(found.degraded)}
-    if not found.hits:
+    if found.nothing_relevant:
         # Say it plainly, so a model tells the user the vault lacks it instead of guessing.
         reply["nothing_relevant"] = True
     if omitted:
@@ -179,7 +179,10 @@ def _list(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
         {"id": n.id, "title": n.title, "path": n.path, "summary": n.summary, "updated": n.updated}
         for n in page.notes
     ]
-    return {"notes": notes, "next_cursor": page.next_cursor}, len(notes)
+    reply: dict[str, Any] = {"notes": notes, "next_cursor": page.next_cursor}
+    if page.indexing is not None:
+        reply["indexing"] = {"done": page.indexing.done, "total": page.indexing.total}
+    return reply, len(notes)
 
 
 def _get(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
