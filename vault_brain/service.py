@@ -55,6 +55,7 @@ from vault_brain.vault.reading import read_note_bytes
 from vault_brain.vault.render import render_new_note, render_update
 
 if TYPE_CHECKING:
+    from vault_brain.importing import ImportReport
     from vault_brain.summarize.llm import Summarizer
 
 __all__ = ["Brain", "SyncReport"]
@@ -670,6 +671,39 @@ class Brain:
         self.indexer.wrote(info.path)
         log.event("delete", id=info.id, path=info.path, trashed_to=trashed)
         return trashed
+
+    # -- importing conversations (importing.py does the work) ---------------------------
+
+    def import_conversations(
+        self,
+        fmt: str,
+        files: Sequence[str],
+        *,
+        folder: str | None = None,
+        dry_run: bool = False,
+        merge: bool = False,
+    ) -> ImportReport:
+        """Chat exports become notes. Raises InvalidExport, with nothing written, for an
+        export that cannot be read or is not in the format named."""
+        from vault_brain.importing import Importer  # only this command needs it
+
+        if not dry_run:
+            self._check_writable()
+
+        def notes() -> list[NoteInfo]:
+            self.refresh_if_unwatched(vectors=merge)  # after the files are read: fail fast
+            with self.index.read() as r:
+                return r.list_notes(Filters(), 2**62, None)
+
+        importer = Importer(
+            self.settings,
+            notes=notes,
+            search=self.search,
+            index=self.sync_paths,
+            summarizer=self.summarizer,
+        )
+        with self._writes:
+            return importer.run(fmt, files, folder=folder, dry_run=dry_run, merge=merge)
 
     # -- lifecycle ---------------------------------------------------------------------
 
