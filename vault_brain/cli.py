@@ -197,6 +197,8 @@ def index(
             strong = _run_with_progress(
                 "embed e5", lambda cb: _embed_all(brain, total, cb, strong=True)
             )
+        # What "no relation" scores in this vault, once its vectors are in (seconds).
+        calibrated = brain.calibrate()
         status = brain.status()
     result = {
         **dataclasses.asdict(report),
@@ -204,6 +206,7 @@ def index(
         "pending_vectors": status.pending_vectors,
         "strong_vectors_written": strong,
         "strong_pending": status.strong_pending,
+        "calibrated": calibrated,
         "last_error": status.last_error,
     }
     if json_out:
@@ -360,7 +363,9 @@ def _search_lines(
         else:
             lines.append("no matches")
     for i, hit in enumerate(hits, 1):
-        lines.append(f"{i}. {hit.title}  [{hit.path}]  id={hit.id}  score={hit.score:.3f}")
+        lines.append(
+            f"{i}. {hit.title}  [{hit.path}]  id={hit.id}  score={hit.score:.3f} ({hit.confidence})"
+        )
         if hit.snippet:
             lines.append(f"   {hit.snippet}")
         if hit.explain:

@@ -147,6 +147,7 @@ def _search_reply(found: Any, hits: list[Any], omitted: int) -> dict[str, Any]:
             "summary": h.summary,
             "snippet": _cut(h.snippet, SNIPPET_MAX),
             "score": round(float(h.score), 4),
+            "confidence": h.confidence,
             "updated": h.updated,
         }
         for h in hits
