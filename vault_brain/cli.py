@@ -14,8 +14,8 @@ import typer
 
 from vault_brain import __version__, log
 from vault_brain.config import CONFIG_NAME, INDEX_DIR, Settings, load_settings
-from vault_brain.contract import MODES
-from vault_brain.errors import ConfigError, InvalidExport, NotFound, VaultBrainError
+from vault_brain.contract import MODES, SEARCH_LIMIT_MAX
+from vault_brain.errors import ConfigError, InvalidExport, InvalidInput, NotFound, VaultBrainError
 
 app = typer.Typer(
     name="vault-brain",
@@ -75,6 +75,17 @@ def _brain(settings: Settings, *, one_shot: bool = True):
         raise _fail(f"{exc.code}: {exc.message}", 1) from None
     finally:
         brain.close()
+
+
+@contextmanager
+def _typed_values():
+    """Brain refusing a value the user typed (a date, an empty query or reference, a version
+    name) is a usage error, exit 2 as for a bad flag; what a file holds stays a runtime
+    error (1)."""
+    try:
+        yield
+    except InvalidInput as exc:
+        raise _fail(f"{exc.code}: {exc.message}", 2) from None
 
 
 def _dump(obj: Any) -> None:
@@ -314,6 +325,17 @@ def search(
             help="Hide hits scoring lower (default: search.min_score).",
         ),
     ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--max-tokens",
+            min=1,
+            help=(
+                "Print at most this many cl100k tokens: the best hits whole, then as much of "
+                "the next as fits (up to 50 hits when --limit is not given)."
+            ),
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Search the vault (syncs first when no watcher is keeping the index fresh)."""
@@ -321,7 +343,9 @@ def search(
         raise _fail(f"--mode must be one of {', '.join(MODES)}, not {mode!r}", 2)
     settings = _settings(vault, config)
     log.use_human_output()
-    with _brain(settings) as brain:
+    if max_tokens is not None and limit is None:
+        limit = SEARCH_LIMIT_MAX  # the budget is the bound: draw on every hit worth showing
+    with _brain(settings) as brain, _typed_values():
         brain.refresh_if_unwatched(vectors=(mode or settings.search.mode) != "fts")
         result = brain.search(
             query,
@@ -334,37 +358,75 @@ def search(
             explain=explain,
             min_score=min_score,
         )
-    if json_out:
-        hits = [dataclasses.asdict(h) for h in result.hits]
-        if not explain:
-            for h in hits:
-                h.pop("explain", None)
-        out = {"results": hits, "mode": result.mode, "degraded": result.degraded}
-        if result.nothing_relevant:
-            out["nothing_relevant"] = True
-        _dump(out)
-        return
-    if result.degraded:
+        cut = settings.search.min_score if min_score is None else min_score
+
+        def render(hits: list[Any], omitted: int) -> str:
+            if json_out:
+                return _search_json(result, hits, omitted, explain)
+            return _search_lines(result, hits, omitted, cut, max_tokens)
+
+        if max_tokens is None:
+            text = render(result.hits, 0)
+        else:
+            from vault_brain.budget import fit_hits
+
+            try:
+                _, text = fit_hits(result.hits, render, brain.count_tokens, max_tokens)
+            except InvalidInput as exc:
+                raise _fail(f"--max-tokens: {exc.message}", 2) from None
+    if result.degraded and not json_out:
         typer.echo(f"(full text only: {result.reason})", err=True)
+    typer.echo(text, nl=False)
+
+
+def _search_json(result: Any, hits: list[Any], omitted: int, explain: bool) -> str:
+    """`search --json`, as README documents it: `indexing` is always there (null when no
+    first pass runs), `omitted` only when --max-tokens left hits out."""
+    rows = [dataclasses.asdict(h) for h in hits]
+    if not explain:
+        for row in rows:
+            row.pop("explain", None)
+    out: dict[str, Any] = {"results": rows, "mode": result.mode, "degraded": result.degraded}
+    if result.nothing_relevant:
+        out["nothing_relevant"] = True
+    if omitted:
+        out["omitted"] = omitted
+    out["indexing"] = (
+        {"done": result.indexing.done, "total": result.indexing.total} if result.indexing else None
+    )
+    return json.dumps(out, ensure_ascii=False, indent=2, default=str) + "\n"
+
+
+def _search_lines(
+    result: Any, hits: list[Any], omitted: int, cut: float, max_tokens: int | None
+) -> str:
+    """`search` for a person: one line per hit and its snippet."""
+    lines: list[str] = []
     if not result.hits:
-        if result.below_cutoff:
+        if result.below_cutoff and result.nothing_relevant:
             n = result.below_cutoff
-            cut = settings.search.min_score if min_score is None else min_score
-            typer.echo(
+            lines.append(
                 f"nothing relevant ({n} weak match{'' if n == 1 else 'es'} under the "
                 f"min_score of {cut})"
             )
         else:
-            typer.echo("no matches")
-        return
-    for i, hit in enumerate(result.hits, 1):
-        typer.echo(
+            lines.append("no matches")
+    for i, hit in enumerate(hits, 1):
+        lines.append(
             f"{i}. {hit.title}  [{hit.path}]  id={hit.id}  score={hit.score:.3f} ({hit.confidence})"
         )
         if hit.snippet:
-            typer.echo(f"   {hit.snippet}")
+            lines.append(f"   {hit.snippet}")
         if hit.explain:
-            typer.echo(f"   explain: {json.dumps(hit.explain)}")
+            lines.append(f"   explain: {json.dumps(hit.explain)}")
+    if omitted:
+        lines.append(f"({omitted} more left out to fit --max-tokens {max_tokens})")
+    if result.indexing:
+        lines.append(
+            f"(the first pass over the vault is still running: {result.indexing.done:,} of "
+            f"{result.indexing.total:,} files indexed, so there may be more)"
+        )
+    return "\n".join(lines) + "\n"
 
 
 @app.command()
@@ -379,7 +441,7 @@ def get(
     """Show one note in full, with its version, tags, links and backlinks."""
     settings = _settings(vault, config)
     log.use_human_output()
-    with _brain(settings) as brain:
+    with _brain(settings) as brain, _typed_values():
         brain.refresh_if_unwatched(vectors=False)
         try:
             view = brain.get(ref)
@@ -417,7 +479,7 @@ def history(
     """List the versions of a note that vault-brain writes replaced (newest first)."""
     settings = _settings(vault, config)
     log.use_human_output()
-    with _brain(settings) as brain:
+    with _brain(settings) as brain, _typed_values():
         path, versions = brain.history(ref)
     if json_out:
         _dump({"path": path, "versions": [dataclasses.asdict(v) for v in versions]})
@@ -442,7 +504,7 @@ def restore(
     """Put a kept version of a note back (what it replaces is kept in turn)."""
     settings = _settings(vault, config)
     log.use_human_output()
-    with _brain(settings) as brain:
+    with _brain(settings) as brain, _typed_values():
         path, _ = brain.history(ref)
         current = brain.current_version(path)
         result = brain.restore(path, name, version=current)

@@ -27,6 +27,7 @@ from vault_brain.contract import CONFLICT_CONTENT_MAX, MODES, SUMMARY_MAX, TITLE
 from vault_brain.embed import Embedder, make_embedder, make_strong_embedder
 from vault_brain.embed.cache import ModelCache
 from vault_brain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unavailable
+from vault_brain.index.chunking import count_tokens
 from vault_brain.index.db import IndexDamaged, SqliteIndex
 from vault_brain.index.hashes import text_hash
 from vault_brain.index.records import Filters, NoteInfo
@@ -235,6 +236,11 @@ class Brain:
             strong=strong,
             below_cutoff=below,
         )
+
+    def count_tokens(self, text: str) -> int:
+        """cl100k tokens of `text` (the chunker's tokenizer, loaded offline): what a reply on
+        a budget is measured in."""
+        return count_tokens(text)
 
     # -- reading -----------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ an anyio blocking portal (its own event loop thread)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import queue
 import subprocess
@@ -106,6 +107,10 @@ class McpClient:
 
     def list_tools(self) -> Any:
         return self.portal.call(self.session.list_tools)
+
+    def rpc(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Any ClientSession method (read_resource, get_prompt, ...), called and awaited."""
+        return self.portal.call(functools.partial(getattr(self.session, method), *args, **kwargs))
 
     def wait_indexed(self, timeout: float = 15.0) -> None:
         """The server catches up in the background; wait until the seeded notes are listed."""

@@ -74,6 +74,7 @@ def test_health_answers_without_a_token(http_server):
     body = response.json()
     assert set(body) == {
         "status",
+        "reason",
         "notes",
         "chunks",
         "pending_vectors",
