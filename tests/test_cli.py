@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import HANG_SECONDS
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -203,7 +205,7 @@ def test_status_says_whether_a_watcher_keeps_the_index_fresh(small_vault):
         assert st["watched"] is True and st["indexer"] is False
     finally:
         watcher.terminate()
-        watcher.wait(timeout=30)
+        watcher.wait(timeout=HANG_SECONDS)
 
 
 def test_search_on_an_empty_vault_says_no_matches(tmp_path):
