@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.settle import settle
 from vault_brain.errors import InvalidInput
 
 
@@ -143,7 +144,7 @@ def test_concurrent_saves_with_a_live_watcher_each_reply_names_its_own_file(vaul
         t.start()
     for t in threads:
         t.join()
-    assert brain.indexer.wait_idle(30)
+    settle(brain)  # every file event of the saves handled too
     wrong = []
     for note_id, path, word in replies:
         text = (vault.root / path).read_text(encoding="utf-8")

@@ -136,12 +136,18 @@ def test_vector_searches_during_constant_vector_writes_never_fail(vault):
         readers = [threading.Thread(target=search) for _ in range(3)]
         for t in readers:
             t.start()
+        deadline = time.monotonic() + HANG_SECONDS
         try:
-            for round_ in range(60):  # every round changes the vector table (a new epoch)
+            round_ = 0
+            # Every round changes the vector table (a new epoch): 60 rounds at least, and on
+            # until the readers have searched 60 times meanwhile, however threads are run.
+            while round_ < 60 or searches <= 60:
+                assert time.monotonic() < deadline, f"{searches} searches in {round_} rounds"
                 path = vault.root / f"Folder {round_ % 10}" / f"Note {round_ % 40}.md"
                 path.write_text(f"# Note\n\nglaze round {round_}\n", encoding="utf-8")
                 brain.sync_paths([path.relative_to(vault.root).as_posix()])
                 brain.embed_pending()
+                round_ += 1
         finally:
             stop.set()
             for t in readers:
