@@ -12,10 +12,12 @@ import base64
 import difflib
 import functools
 import json
+import os
 import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from vault_brain import log
@@ -23,8 +25,8 @@ from vault_brain.checks import check_text, clean_tags, parse_when
 from vault_brain.config import Settings
 from vault_brain.contract import CONFLICT_CONTENT_MAX, MODES, SUMMARY_MAX, TITLE_MAX
 from vault_brain.embed import Embedder, make_embedder, make_strong_embedder
+from vault_brain.embed.cache import ModelCache
 from vault_brain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unavailable
-from vault_brain.index.artifacts import Artifacts
 from vault_brain.index.db import IndexDamaged, SqliteIndex
 from vault_brain.index.hashes import text_hash
 from vault_brain.index.records import Filters, NoteInfo
@@ -97,7 +99,7 @@ class Brain:
         # The strong tier: only beside the configured local model, never beside a model a
         # caller passed in (tests, benches), which is then the only one.
         self.strong: Embedder | None = (
-            make_strong_embedder(settings.embed, Artifacts(settings.index_path.parent))
+            make_strong_embedder(settings.embed, ModelCache(_model_cache_dir(settings)))
             if embedder == "auto"
             else None
         )
@@ -239,6 +241,16 @@ class Brain:
                 info = r.note_by_stem(stem)
             if info is not None:
                 return info
+        if self._index_on_demand(path):
+            return self._find(ref)
+        state = self.indexer.indexing()
+        if state is not None:
+            raise Unavailable(
+                f"{ref!r} is not indexed yet: the first pass over the vault is running "
+                f"({state.done} of {state.total or '?'} files); retry in a few seconds",
+                indexing={"done": state.done, "total": state.total},
+            )
+        with self.index.read() as r:
             names = r.names()
             close = difflib.get_close_matches(ref.lower(), [n.lower() for n, _ in names], 3, 0.6)
             rowids = list(dict.fromkeys(rowid for n, rowid in names if n.lower() in close))
@@ -254,6 +266,23 @@ class Brain:
             + "; memory_search finds notes by their content",
             suggestions=suggestions,
         )
+
+    def _index_on_demand(self, path: str) -> bool:
+        """A note file the index does not hold yet (a first pass is still on its way to it,
+        or a watcher has not seen it): index it now. True when that found it."""
+        rel = path if path.lower().endswith(".md") else path + ".md"
+        if rel.startswith((".", "/")) or "/." in rel or ".." in rel.split("/"):
+            return False  # hidden, ignored or outside: never a note the index would hold
+        full = self.root / rel
+        try:
+            # No symlink on the way: the scanner's link rules apply to those (a full pass).
+            plain = full.is_file() and os.path.realpath(full) == os.path.abspath(full)
+        except (OSError, ValueError):
+            return False
+        if plain and self.indexer.wrote(rel):
+            with self.index.read() as r:
+                return r.note_by_path(rel) is not None
+        return False
 
     def _filters(
         self,
@@ -349,7 +378,7 @@ class Brain:
         rows = rows[:limit]
         notes = [NoteSummary(r.id, r.title, r.path, r.summary, r.updated) for r in rows]
         next_cursor = _encode_cursor(rows[-1].sort_time, rows[-1].rowid) if more else None
-        return NotePage(notes, next_cursor)
+        return NotePage(notes, next_cursor, self.indexer.indexing())
 
     def status(self) -> Status:
         with self.index.read() as r:
@@ -365,6 +394,7 @@ class Brain:
         }
         latest = max((e for e in errors.values() if e), default=None)
         strong_done, strong_total = self.indexer.strong_coverage()
+        kernel = self.indexer.strong_kernel() if self.strong else None
         return Status(
             vault=str(self.root),
             index_path=str(self.index_path),
@@ -387,6 +417,8 @@ class Brain:
             strong_vectors=strong_done,
             strong_pending=strong_total - strong_done,
             strong_error=errors_strong[1] if (errors_strong := self._strong_error()) else None,
+            strong_kernel=kernel[0] if kernel else None,
+            strong_agreement=kernel[1] if kernel else None,
         )
 
     def _strong_error(self) -> tuple[float, str] | None:
@@ -648,6 +680,11 @@ class Brain:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _model_cache_dir(settings: Settings) -> Path:
+    """embed.cache_dir's models folder (load_settings fills in the user's cache folder)."""
+    return Path(settings.embed.cache_dir or ".").expanduser() / "models"
 
 
 def _now() -> str:
