@@ -80,6 +80,7 @@ def test_search_sees_an_edit_made_after_indexing(small_vault):
     assert json.loads(r.stdout)["results"][0]["path"] == "New.md"
 
 
+@pytest.mark.slow
 def test_local_embeddings_make_hybrid_not_degraded(small_vault):
     r = run("index", "--vault", str(small_vault.root), "--json")
     assert r.returncode == 0, r.stderr
@@ -160,6 +161,7 @@ def test_init_writes_config_and_indexes(small_vault):
     assert (small_vault.root / ".vault-brain" / "index.db").is_file()
 
 
+@pytest.mark.slow
 def test_readme_run_command_works_on_the_sample_vault(tmp_path):
     import shutil
 

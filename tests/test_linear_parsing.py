@@ -82,6 +82,7 @@ def test_every_markup_run_alone_parses_in_linear_time(fragment: str) -> None:
         assert_linear(f"{name} on {fragment!r} * n", call, text)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "line",
     [

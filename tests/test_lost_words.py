@@ -117,6 +117,7 @@ def test_save_on_a_full_index_disk_lands_once_and_says_the_index_is_pending(
     assert brain.search("tent stove", mode="fts").hits[0].path == saved.path
 
 
+@pytest.mark.slow
 def test_concurrent_saves_with_a_live_watcher_each_reply_names_its_own_file(vault, make_brain):
     """8 threads save unique notes through one Brain while its watcher indexes their file
     events (the MCP server's shape): every reply's id and path are the file's, and the

@@ -47,6 +47,7 @@ def fill(vault: Path, count: int, words: str = "shared okapi words") -> None:
 # --- 1, 2: readers ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to count fds")
 def test_ten_thousand_searches_from_changing_threads_keep_connections_bounded(vault):
     fill(vault.root, 30)
@@ -113,6 +114,7 @@ def test_a_search_on_a_fresh_thread_never_waits_for_a_long_sync(vault):
 # --- 3: one vector snapshot per search ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_vector_searches_during_constant_vector_writes_never_fail(vault):
     model = str(shared_path("models", "minilm-static-256"))
     fill(vault.root, 40, words="glaze kiln pottery firing")
@@ -203,6 +205,7 @@ def test_the_indexer_copies_the_wal_into_the_index_after_saves_not_the_saves(vau
 # --- 6: backlinks -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_backlinks_of_a_note_with_a_thousand_linkers_are_one_indexed_lookup(vault):
     """One statement however many notes link here, and SQLite's plan for it searches the
     links by their resolved target (an index), never scans a table."""
@@ -321,6 +324,7 @@ SCRIPT_WITHOUT_GUARD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_script_without_a_main_guard_can_sync_a_big_vault(vault, tmp_path):
     fill(vault.root, 450)  # more than PARALLEL_MIN: worker processes parse
     script = tmp_path / "no_guard.py"
@@ -352,6 +356,7 @@ CHATTY_SITECUSTOMIZE = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_library_printing_on_stdout_in_a_parse_worker_corrupts_nothing(vault, tmp_path):
     fill(vault.root, 450)
     site = tmp_path / "site"
@@ -381,24 +386,39 @@ def test_stray_bytes_on_a_worker_pipe_are_a_worker_error_not_a_crash():
         workers._receive(stray)
 
 
-def _workers() -> list[int]:
-    found = []
+def _stat(pid: int | str) -> tuple[str, int] | None:
+    """(state, parent pid) of a process, or None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[1])
+
+
+def _workers_of(parent: int) -> set[int]:
+    """The live parse workers that `parent` started (other suites on the machine have theirs)."""
+    found = set()
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        if not entry.isdigit() or _stat(entry) is None or _stat(entry)[1] != parent:
             continue
         try:
             cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
         except OSError:
             continue
         if b"vault_brain.index.workers" in cmdline:
-            found.append(int(entry))
+            found.add(int(entry))
     return found
 
 
+def _running(pid: int) -> bool:
+    stat = _stat(pid)
+    return stat is not None and stat[0] not in ("Z", "X")  # a zombie has exited
+
+
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find processes")
 def test_parse_workers_exit_when_their_indexer_is_killed_during_start_up(vault, tmp_path):
     fill(vault.root, 450)
-    before = set(_workers())
     # Killed as soon as its first worker process exists, and a moment later (while they
     # start up, then while they parse): whatever the machine's speed, workers were started.
     for delay in (0.0, 0.1, 0.3):
@@ -408,13 +428,13 @@ def test_parse_workers_exit_when_their_indexer_is_killed_during_start_up(vault, 
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        started = wait_until(
-            lambda: set(_workers()) - before, "the indexer starting its workers", every=0.005
-        )
+        pid = proc.pid
+        wait_until(lambda: _workers_of(pid), "the indexer starting its workers", every=0.005)  # noqa: B023
         time.sleep(delay)  # not a wait for anything: where in the start-up the kill lands
+        started = _workers_of(pid)
         proc.kill()  # SIGKILL to the indexer alone: its workers must notice by themselves
         proc.wait()
-        wait_until(lambda: not set(_workers()) - before, f"workers {started} exiting")
+        wait_until(lambda: not any(map(_running, started)), f"{started} exiting")  # noqa: B023
         for index in vault.root.glob(".vault-brain/index.db*"):
             index.unlink()
 

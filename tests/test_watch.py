@@ -365,6 +365,7 @@ def test_reader_takes_over_when_the_indexer_stops(vault):
 # --- the storm -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("poll", [False, True], ids=["native", "poll"])
 def test_storm_settles_to_what_a_full_reindex_builds(tmp_path, poll):
     vault = tmp_path / "vault"
@@ -398,6 +399,7 @@ def reader_brain(vault: Path) -> Brain:
     return Brain(make_settings(vault))
 
 
+@pytest.mark.slow
 def test_kill_9_mid_reconcile_then_restart_equals_a_full_reindex(tmp_path):
     vault = tmp_path / "vault"
     many_notes(vault, 1000)

@@ -3,8 +3,13 @@ indexed so far, and say so (`indexing: {done, total}`) until the first pass is c
 
 from __future__ import annotations
 
+import pytest
+
 from tests.server.harness import stdio_client_for
 from tests.waiting import HANG_SECONDS, wait_until
+
+# A 12,000-note vault: the slow tail.
+pytestmark = pytest.mark.slow
 
 
 def big_vault(root, count: int = 12000):

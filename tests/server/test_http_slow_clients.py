@@ -190,6 +190,7 @@ HALF_REQUESTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("half", sorted(HALF_REQUESTS))
 def test_300_held_connections_with_256_fds_do_not_starve_health(tmp_path, half):
     """The reported case: a server process limited to 256 file descriptors, 300 connections

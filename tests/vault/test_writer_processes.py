@@ -14,6 +14,9 @@ from tests.waiting import HANG_SECONDS
 from vault_brain.vault import history
 from vault_brain.vault.note import file_version
 
+# Race loops of spawned processes: the slow tail.
+pytestmark = pytest.mark.slow
+
 # VB_RACE_SCALE=5 runs five times the rounds (for the figures in a report).
 RACE_SCALE = float(os.environ.get("VB_RACE_SCALE", "1"))
 ROUNDS = round(200 * RACE_SCALE)
