@@ -53,3 +53,8 @@ class ConfigError(InvalidInput):
     def __init__(self, problems: list[str]) -> None:
         self.problems = list(problems)
         super().__init__("invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+class InvalidExport(InvalidInput):
+    """A chat export that cannot be read or is not the format named: the message names the
+    file and the place in it. The CLI exits with 2, and nothing has been written."""

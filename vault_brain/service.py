@@ -17,7 +17,6 @@ import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from vault_brain import log
@@ -54,6 +53,7 @@ from vault_brain.vault.reading import read_note_bytes
 from vault_brain.vault.render import render_new_note, render_update
 
 if TYPE_CHECKING:
+    from vault_brain.importing import ImportReport
     from vault_brain.summarize.llm import Summarizer
 
 __all__ = ["Brain", "SyncReport"]
@@ -99,7 +99,7 @@ class Brain:
         # The strong tier: only beside the configured local model, never beside a model a
         # caller passed in (tests, benches), which is then the only one.
         self.strong: Embedder | None = (
-            make_strong_embedder(settings.embed, ModelCache(_model_cache_dir(settings)))
+            make_strong_embedder(settings.embed, ModelCache.under(settings.embed.cache_dir))
             if embedder == "auto"
             else None
         )
@@ -135,6 +135,11 @@ class Brain:
     def embed_pending(self, *, limit: int | None = None, strong: bool = True) -> int:
         """Vectors of pending chunks, instant tier then (unless `strong` is False) strong."""
         return self.indexer.embed_pending(limit=limit, strong_limit=limit if strong else 0)
+
+    def calibrate(self, *, force: bool = False) -> list[str]:
+        """Measure what "no relation" scores in this vault for each tier whose vectors
+        cover it (search/fit.py), when due; returns the tiers fitted."""
+        return self.indexer.calibrate(force=force)
 
     def embed_strong(self, *, limit: int | None = None) -> int:
         """Vectors of the strong tier only (the slow, multilingual one)."""
@@ -665,6 +670,39 @@ class Brain:
         log.event("delete", id=info.id, path=info.path, trashed_to=trashed)
         return trashed
 
+    # -- importing conversations (importing.py does the work) ---------------------------
+
+    def import_conversations(
+        self,
+        fmt: str,
+        files: Sequence[str],
+        *,
+        folder: str | None = None,
+        dry_run: bool = False,
+        merge: bool = False,
+    ) -> ImportReport:
+        """Chat exports become notes. Raises InvalidExport, with nothing written, for an
+        export that cannot be read or is not in the format named."""
+        from vault_brain.importing import Importer  # only this command needs it
+
+        if not dry_run:
+            self._check_writable()
+
+        def notes() -> list[NoteInfo]:
+            self.refresh_if_unwatched(vectors=merge)  # after the files are read: fail fast
+            with self.index.read() as r:
+                return r.list_notes(Filters(), 2**62, None)
+
+        importer = Importer(
+            self.settings,
+            notes=notes,
+            search=self.search,
+            index=self.sync_paths,
+            summarizer=self.summarizer,
+        )
+        with self._writes:
+            return importer.run(fmt, files, folder=folder, dry_run=dry_run, merge=merge)
+
     # -- lifecycle ---------------------------------------------------------------------
 
     def close(self) -> None:
@@ -680,11 +718,6 @@ class Brain:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _model_cache_dir(settings: Settings) -> Path:
-    """embed.cache_dir's models folder (load_settings fills in the user's cache folder)."""
-    return Path(settings.embed.cache_dir or ".").expanduser() / "models"
 
 
 def _now() -> str:
