@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import HANG_SECONDS
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -87,6 +89,7 @@ def test_search_sees_an_edit_made_after_indexing(small_vault):
     assert json.loads(r.stdout)["results"][0]["path"] == "New.md"
 
 
+@pytest.mark.slow
 def test_local_embeddings_make_hybrid_not_degraded(small_vault):
     r = run("index", "--vault", str(small_vault.root), "--json")
     assert r.returncode == 0, r.stderr
@@ -167,6 +170,7 @@ def test_init_writes_config_and_indexes(small_vault):
     assert (small_vault.root / ".vault-brain" / "index.db").is_file()
 
 
+@pytest.mark.slow
 def test_readme_run_command_works_on_the_sample_vault(tmp_path):
     import shutil
 
@@ -217,7 +221,7 @@ def test_status_says_whether_a_watcher_keeps_the_index_fresh(small_vault):
         assert st["watched"] is True and st["indexer"] is False
     finally:
         watcher.terminate()
-        watcher.wait(timeout=30)
+        watcher.wait(timeout=HANG_SECONDS)
 
 
 def test_search_on_an_empty_vault_says_no_matches(tmp_path):

@@ -7,7 +7,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -111,10 +110,8 @@ def test_lock_of_a_killed_holder_is_taken_over_at_once(tmp_path):
     holder.kill()  # SIGKILL: no cleanup code runs, the kernel drops the flock
     holder.wait()
     lock = IndexerLock(path)
-    deadline = time.monotonic() + 2
-    while not lock.try_acquire():
-        assert time.monotonic() < deadline, "lock not freed after its holder was killed"
-        time.sleep(0.05)
+    # The kernel drops a process's locks as it exits, before wait() can return: at once.
+    assert lock.try_acquire(), "lock not freed after its holder was killed"
     lock.release()
 
 

@@ -9,6 +9,9 @@ import pytest
 from tests.conftest import shared_path
 from vault_brain.indexer import ONE_SHOT_STRONG_CHUNKS
 
+# Every test here loads the e5 model: the slow tail.
+pytestmark = pytest.mark.slow
+
 NOTES = {
     "ru/Резервные копии.md": "# Резервные копии\n\nКаждую ночь база данных копируется на "
     "второй сервер, копии хранятся тридцать дней.\n",
