@@ -113,7 +113,7 @@ class McpClient:
         """Any ClientSession method (read_resource, get_prompt, ...), called and awaited."""
         return self.portal.call(functools.partial(getattr(self.session, method), *args, **kwargs))
 
-        def wait_indexed(self) -> None:
+    def wait_indexed(self) -> None:
         """The server catches up in the background; wait until the seeded notes are listed."""
 
         def listed() -> bool:
