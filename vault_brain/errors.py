@@ -9,10 +9,14 @@ class VaultBrainError(Exception):
     code = "INTERNAL"
     retryable = False
 
-    def __init__(self, message: str, **details: object) -> None:
+    def __init__(self, message: str, *, retryable: bool | None = None, **details: object) -> None:
+        """`retryable` overrides the class's default for this one error (a CONFLICT that a
+        retry with the current version settles)."""
         super().__init__(message)
         self.message = message
         self.details = details
+        if retryable is not None:
+            self.retryable = retryable
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
