@@ -325,6 +325,20 @@ def test_search_candidates_out_of_range_is_refused(tmp_path, value):
         load_settings(vault=str(tmp_path), env={"VAULT_BRAIN_SEARCH_CANDIDATES": value})
 
 
+def test_models_are_cached_in_the_users_cache_folder_never_by_a_vault_config(tmp_path):
+    """What runs as the model (the e5 graph) is kept where only the user writes: the
+    user's cache folder by default, and a vault's own config may not move it."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    env = {**user_env(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    s = load_settings(vault=str(vault), env=env)
+    assert Path(s.embed.cache_dir) == tmp_path / "cache" / "vault-brain"
+    vault_config(vault, '[embed]\ncache_dir = "../shared-graphs"\n')
+    with pytest.raises(ConfigError) as err:
+        load_settings(vault=str(vault), env=env)
+    assert "embed.cache_dir" in str(err.value)
+
+
 # ---- the vault is never chosen by its own config (issue 25, item 11) ----
 
 

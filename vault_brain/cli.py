@@ -435,6 +435,11 @@ def _status_lines(st: Any) -> list[tuple[str, str]]:
         total = st.strong_vectors + st.strong_pending
         share = f"{st.strong_vectors:,} of {total:,} chunks" if total else "no chunks yet"
         lines.append(("multilingual", f"{share} from {st.strong_model}"))
+        if st.strong_kernel:
+            agreement = f", agreement {st.strong_agreement:.4f}" if st.strong_agreement else ""
+            lines.append(
+                ("kernel", f"{st.strong_kernel} (checked against the reference{agreement})")
+            )
     if st.summary_model:
         pending = f", {st.pending_summaries:,} pending" if st.pending_summaries else ""
         lines.append(("summaries", f"by {st.summary_model}{pending}"))

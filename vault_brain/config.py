@@ -20,6 +20,7 @@ import hashlib
 import ipaddress
 import json
 import os
+import sys
 import tempfile
 import tomllib
 from collections.abc import Mapping
@@ -73,6 +74,10 @@ class EmbedSettings:
     # The strong tier beside the local model: multilingual-e5-small in-process (e5) or none.
     strong: str = "e5"
     strong_max_tokens: int = 128  # its window per chunk, in its own tokens (measured)
+    # Where models keep what they build at load (the e5 graph). Empty: the user's cache
+    # folder (user_cache_dir). Never inside the vault: whatever runs as the model must live
+    # where only this user writes.
+    cache_dir: str = ""
 
 
 @dataclass
@@ -367,6 +372,23 @@ def user_config_dir(env: Mapping[str, str]) -> Path | None:
     if env.get("APPDATA"):
         return Path(env["APPDATA"]) / USER_DIR_NAME
     return None
+
+
+def user_cache_dir(env: Mapping[str, str]) -> Path:
+    """vault-brain's folder in the user's cache: $XDG_CACHE_HOME/vault-brain, else
+    ~/Library/Caches/vault-brain on macOS, %LOCALAPPDATA%\\vault-brain on Windows,
+    ~/.cache/vault-brain elsewhere (the home from HOME, else the account's)."""
+    if env.get("XDG_CACHE_HOME"):
+        return Path(env["XDG_CACHE_HOME"]).expanduser() / USER_DIR_NAME
+    if sys.platform == "win32" and env.get("LOCALAPPDATA"):
+        return Path(env["LOCALAPPDATA"]) / USER_DIR_NAME
+    try:
+        home = Path(env["HOME"]).expanduser() if env.get("HOME") else Path.home()
+    except (RuntimeError, KeyError):
+        return Path(tempfile.gettempdir()) / f"{USER_DIR_NAME}-cache"
+    if sys.platform == "darwin":
+        return home / "Library" / "Caches" / USER_DIR_NAME
+    return home / ".cache" / USER_DIR_NAME
 
 
 def vault_config_path(vault: str | Path) -> Path:
@@ -730,4 +752,6 @@ def load_settings(
     if problems:
         raise ConfigError(problems)
     settings.vault.path = str(Path(settings.vault.path).expanduser().resolve())
+    if not settings.embed.cache_dir:
+        settings.embed.cache_dir = str(user_cache_dir(env))
     return settings

@@ -124,6 +124,7 @@ class Indexer:
         self._synced = threading.Event()  # a full stat pass has completed in this process
         self._progress_published = 0.0
         self._checked = False  # the full-text index's integrity was checked in this process
+        self._kernel_recorded: str | None = None  # the strong kernel this process recorded
 
     # -- role ----------------------------------------------------------------------------
 
@@ -485,7 +486,40 @@ class Indexer:
             self._failed(kind, backoff, exc)
             return written, False
         self._succeeded(kind, backoff)
+        if written and name == "strong":
+            self._record_kernel(embedder)
         return written, limit is not None and written >= limit
+
+    def _record_kernel(self, embedder: Embedder) -> None:
+        """Say in the index which kernel made the strong vectors (status shows it in every
+        process), when it is not what is recorded already."""
+        kernel = getattr(embedder, "kernel", None)
+        if kernel is None:
+            return
+        agreement = getattr(embedder, "agreement", None)
+        record = json.dumps({"kernel": kernel, "agreement": agreement})
+        if self._kernel_recorded == record:
+            return
+        try:
+            with self.index.transaction() as w:
+                w.set_meta("strong_kernel", record)
+            self._kernel_recorded = record
+        except Unavailable as exc:
+            log.warn("kernel_not_recorded", error=type(exc).__name__)
+
+    def strong_kernel(self) -> tuple[str, float | None] | None:
+        """(kernel, agreement) of the strong tier: this process's when its model is loaded,
+        else what the process that embedded last recorded; None when unknown."""
+        kernel = getattr(self.strong, "kernel", None)
+        if kernel is not None:
+            return kernel, getattr(self.strong, "agreement", None)
+        with self.index.read() as r:
+            raw = r.get_meta("strong_kernel")
+        try:
+            record = json.loads(raw) if raw else None
+            return (str(record["kernel"]), record.get("agreement")) if record else None
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None
 
     def summarize_pending(self, *, limit: int | None = None) -> int:
         """Catch LLM summaries up; returns how many notes left the queue. Same back-off as

@@ -117,3 +117,7 @@ class Status:
     strong_vectors: int = 0  # chunks it has embedded
     strong_pending: int = 0
     strong_error: str | None = None
+    # The matrix kernel the strong tier runs (checked at load against reference vectors)
+    # and its worst cosine with them, as the process that embedded last recorded it.
+    strong_kernel: str | None = None
+    strong_agreement: float | None = None

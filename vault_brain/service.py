@@ -16,6 +16,7 @@ import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from vault_brain import log
@@ -23,8 +24,8 @@ from vault_brain.checks import check_text, clean_tags, parse_when
 from vault_brain.config import Settings
 from vault_brain.contract import CONFLICT_CONTENT_MAX, MODES, SUMMARY_MAX, TITLE_MAX
 from vault_brain.embed import Embedder, make_embedder, make_strong_embedder
+from vault_brain.embed.cache import ModelCache
 from vault_brain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unavailable
-from vault_brain.index.artifacts import Artifacts
 from vault_brain.index.db import IndexDamaged, SqliteIndex
 from vault_brain.index.hashes import text_hash
 from vault_brain.index.records import Filters, NoteInfo
@@ -102,7 +103,7 @@ class Brain:
         # The strong tier: only beside the configured local model, never beside a model a
         # caller passed in (tests, benches), which is then the only one.
         self.strong: Embedder | None = (
-            make_strong_embedder(settings.embed, Artifacts(settings.index_path.parent))
+            make_strong_embedder(settings.embed, ModelCache(_model_cache_dir(settings)))
             if embedder == "auto"
             else None
         )
@@ -383,6 +384,7 @@ class Brain:
         }
         latest = max((e for e in errors.values() if e), default=None)
         strong_done, strong_total = self.indexer.strong_coverage()
+        kernel = self.indexer.strong_kernel() if self.strong else None
         return Status(
             vault=str(self.root),
             index_path=str(self.index_path),
@@ -405,6 +407,8 @@ class Brain:
             strong_vectors=strong_done,
             strong_pending=strong_total - strong_done,
             strong_error=errors_strong[1] if (errors_strong := self._strong_error()) else None,
+            strong_kernel=kernel[0] if kernel else None,
+            strong_agreement=kernel[1] if kernel else None,
         )
 
     def _strong_error(self) -> tuple[float, str] | None:
@@ -719,6 +723,11 @@ def _ambiguous(ref: str, what: str, infos: Sequence[NoteInfo]) -> InvalidInput:
         f"{named}{more}; give the id or path of the one you mean",
         candidates=[{"id": i.id, "title": i.title, "path": i.path} for i in shown],
     )
+
+
+def _model_cache_dir(settings: Settings) -> Path:
+    """embed.cache_dir's models folder (load_settings fills in the user's cache folder)."""
+    return Path(settings.embed.cache_dir or ".").expanduser() / "models"
 
 
 def _now() -> str:

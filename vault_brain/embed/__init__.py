@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 def make_strong_embedder(settings: EmbedSettings, cache: Cache | None = None) -> Embedder | None:
     """The strong tier beside the local model (embed.strong), or None: it runs only with
     the local provider (a remote model the user chose is the vector arm as it is).
-    `cache` (the index folder's Artifacts) keeps what the model builds at load for the next
-    process."""
+    `cache` (embed/cache.py's ModelCache, in the user's cache folder) keeps what the model
+    builds at load for the next process."""
     if settings.provider != "local" or settings.strong == "none":
         return None
     from vault_brain.embed.e5 import E5Embedder

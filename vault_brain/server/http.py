@@ -369,6 +369,7 @@ def build_app(settings: Settings, handle: BrainHandle) -> ASGIApp:
                         "model": st.strong_model,
                         "done": st.strong_vectors,
                         "total": st.strong_vectors + st.strong_pending,
+                        "kernel": st.strong_kernel,
                     }
                     if st.strong_model
                     else None
