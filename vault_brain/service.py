@@ -431,19 +431,46 @@ class Brain:
         path = self._path_of(ref)
         return path, history.list_versions(self.root, path)
 
+    @one_write_at_a_time
     def restore(self, ref: str, name: str, *, version: str | None = None) -> SaveResult:
         """Put a kept version back. `version` is the note's current version as the caller
-        read it; None restores a note that is gone. What it replaces is kept in turn."""
+        read it; None restores a note that is gone. What it replaces is kept in turn.
+
+        A version goes back onto the note whose id it carries: when that note now lives at
+        another path (a person renamed it, so its older versions stayed under the old one),
+        it is restored there, over that note's current version, never as a second file with
+        the same id."""
         self._check_writable()
         path = self._path_of(ref)
+        target = self._holder_elsewhere(path, history.read_version(self.root, path, name))
+        if target is not None:
+            version = self.current_version(target)
         new_version = history.restore(
-            self.root, path, name, version, allowed_folders=self.settings.write.allowed_folders
+            self.root,
+            path,
+            name,
+            version,
+            allowed_folders=self.settings.write.allowed_folders,
+            to=target,
         )
-        indexed = self.indexer.wrote(path)
+        written = target or path
+        indexed = self.indexer.wrote(written)
         with self.index.read() as r:
-            info = r.note_by_path(path)
-        log.event("restore", path=path, indexed=indexed)
-        return SaveResult(info.id if info else "", path, new_version, indexed=indexed)
+            info = r.note_by_path(written)
+        if info is not None:
+            self._seen.wrote(info.id, new_version)
+        log.event("restore", path=written, indexed=indexed)
+        return SaveResult(info.id if info else "", written, new_version, indexed=indexed)
+
+    def _holder_elsewhere(self, path: str, data: bytes) -> str | None:
+        """The path of the note, other than `path`, that holds the id these bytes carry."""
+        try:
+            claimed = parse_note(path, data).id
+        except UnreadableNote:
+            return None
+        with self.index.read() as r:
+            holder = r.note_by_id(claimed)
+        return holder.path if holder is not None and holder.path != path else None
 
     def current_version(self, path: str) -> str | None:
         """The version of the file at `path` now, or None when there is none."""

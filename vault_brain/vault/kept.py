@@ -8,6 +8,7 @@ and keeps entries here; `history` is the API that lists and restores them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -65,6 +66,33 @@ def new_entry(root: Path, rel: str) -> Path:
     if path is None:
         raise Unavailable("cannot name a history entry; try again")
     return path
+
+
+def move_history(root: Path, old_rel: str, new_rel: str) -> None:
+    """A note renamed by vault-brain takes its kept versions along, so `history` by its id
+    or its new path still lists them. Entries keep their names (their times); one that
+    meets a name already there (an earlier note at the new path) gets a number. What cannot
+    be moved stays under the old path: never lost, only found there."""
+    src, dst = note_folder(root, old_rel), note_folder(root, new_rel)
+    found = entries(src)
+    if not found or src == dst:
+        return
+    try:
+        os.makedirs(dst, mode=0o700, exist_ok=True)
+        for name, path in found:
+            stamp = sort_key(name)[0]
+            names = [dst / name] + [dst / f"{stamp}-{n}.md" for n in range(2, 1000)]
+            for target in names:
+                try:
+                    os.link(path, target)
+                except FileExistsError:
+                    continue
+                os.unlink(path)
+                break
+        with contextlib.suppress(OSError):
+            os.rmdir(src)
+    except OSError as exc:
+        log.warn("history_not_moved", error=type(exc).__name__)
 
 
 def prune_note(root: Path, rel: str, keep: int = KEEP_PER_NOTE) -> int:

@@ -289,6 +289,8 @@ def rename_note_file(
                 break
         else:
             raise Conflict("too many notes share this title in this folder")
+        # Its kept versions go with it, so `history` by its id or new path lists them.
+        kept.move_history(root, vault_relative(root, path), vault_relative(root, target))
         with suppress(FileNotFoundError):  # gone already where links are not supported
             os.unlink(path)
     _fsync_dir(path.parent)
