@@ -32,7 +32,7 @@ from vault_brain.config import Settings
 from vault_brain.embed.base import Embedder
 from vault_brain.errors import Unavailable
 from vault_brain.index.db import IndexDamaged, SqliteIndex
-from vault_brain.index.store import TIERS
+from vault_brain.index.store import TIERS, Writes
 from vault_brain.index.sync import Progress, Syncer, SyncProgress, SyncReport
 from vault_brain.lock import IndexerLock, indexer_alive, indexer_lock_path
 from vault_brain.records import Indexing
@@ -254,16 +254,39 @@ class Indexer:
             return False
         except IndexDamaged as exc:
             log.warn("index_damaged", part="full text", error=log.cut(exc.message, 200))
-        with self.index.transaction() as w:
-            w.reset_text_index()
+        try:
+            with self.index.transaction() as w:
+                w.reset_text_index()
+                self._rebuilding(w)
+        except IndexDamaged:
+            # The tables' own pages are damaged: DROP, which walks them, cannot free them.
+            with self.index.transaction() as w:
+                w.forget_text_index()
+                self._rebuilding(w)
         return True
 
-    def damaged(self) -> None:
-        """A read met damage: check (and rebuild) on the next full pass, soon if live."""
+    def _rebuilding(self, w: Writes) -> None:
+        """Until the pass that refills the emptied full text ends, searches say `indexing`
+        (with the emptying, in its transaction): a partial answer is never taken whole."""
+        w.set_meta("indexing", json.dumps({"done": 0, "total": w.note_count()}))
+
+    def damaged(self) -> bool:
+        """A read met damage. Where this process may index now (no watcher here or in another
+        process: a CLI command), rebuild at once and return True, so the read can run again;
+        else the indexer's next pass does (soon when this process runs the watcher)."""
         self._checked = False
         watcher = self._watcher
         if watcher is not None:
             watcher.request_reconcile("index_damaged")
+            return False
+        if self._role != "stopped":
+            return False  # a reader: the process holding the lock rebuilds
+        try:
+            self.sync()
+        except Unavailable as exc:
+            log.warn("index_repair_deferred", error=log.cut(exc.message, 200))
+            return False
+        return True
 
     def sync_paths(self, paths: Iterable[str]) -> SyncReport:
         """Re-check these paths (vault-relative or absolute; files or folders, present or

@@ -196,8 +196,13 @@ class Brain:
                 query, mode=mode, limit=limit, filters=filters, explain=explain
             )
         except IndexDamaged:
-            self.indexer.damaged()  # rebuilt on the next pass; the caller may retry
-            raise
+            # Rebuilt now where this process may index (then asked again), else by the
+            # indexer's next pass: the caller may retry.
+            if not self.indexer.damaged():
+                raise
+            found = self.pipeline.run(
+                query, mode=mode, limit=limit, filters=filters, explain=explain
+            )
         hits, below = found.hits, 0
         cut = s.min_score if min_score is None else min_score
         if cut > 0:

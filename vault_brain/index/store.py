@@ -892,6 +892,25 @@ class Writes(Reads):
             self._run(f"DROP TABLE IF EXISTS {name}")
             self._run(create)
 
+    def forget_text_index(self) -> None:
+        """Where the damaged full-text tables cannot be dropped (their own b-tree pages are
+        damaged, and DROP walks them to free them): take them out of the schema without
+        reading a page, then make them anew (empty: the caller rebuilds). The damaged pages
+        stay in the file unused until a VACUUM; the new tables change the schema version,
+        so every connection, in any process, reads the new schema before its next query."""
+        from vault_brain.index.schema import FTS_TABLES
+
+        shadows = ("", "_data", "_idx", "_docsize", "_config", "_content")
+        names = [name + part for name in FTS_TABLES for part in shadows]
+        self._run("PRAGMA writable_schema = ON")
+        try:
+            marks = ",".join("?" * len(names))
+            self._run(f"DELETE FROM sqlite_schema WHERE name IN ({marks})", names)
+        finally:
+            self._run("PRAGMA writable_schema = RESET")  # off, and the schema read anew
+        for create in FTS_TABLES.values():
+            self._run(create)
+
     def clear_notes(self) -> None:
         """Every note, chunk, link and vector gone, caches kept: a full rebuild then costs
         what a first index costs, and re-embeds nothing it has embedded before."""
