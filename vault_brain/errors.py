@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 
 class VaultBrainError(Exception):
     """Base of every error vault-brain raises on purpose."""
@@ -57,3 +59,15 @@ class ConfigError(InvalidInput):
     def __init__(self, problems: list[str]) -> None:
         self.problems = list(problems)
         super().__init__("invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+# OSError numbers that mean the disk (or the user's quota on it) is full.
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def disk_full(where: str, *, written: str = "nothing was written") -> Unavailable:
+    """A full disk, said as such: retryable once space is freed (never INTERNAL)."""
+    return Unavailable(
+        f"the disk holding {where} is full: {written}; free some space and retry",
+        reason="disk_full",
+    )

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from vault_brain import log
-from vault_brain.errors import Forbidden, InvalidInput, Unavailable
+from vault_brain.errors import DISK_FULL_ERRNOS, Forbidden, InvalidInput, Unavailable, disk_full
 from vault_brain.vault.locks import state_dir
 from vault_brain.vault.paths import claim_free_name, resolve_note_path, vault_relative
 
@@ -53,6 +53,8 @@ def new_entry(root: Path, rel: str) -> Path:
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
     except OSError as exc:
+        if exc.errno in DISK_FULL_ERRNOS:
+            raise disk_full("the vault's .vault-brain folder (the kept versions)") from exc
         raise Unavailable(
             f"cannot keep the replaced version in {HISTORY_DIR}/ ({exc.strerror}); "
             "nothing was written"

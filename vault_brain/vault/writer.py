@@ -23,12 +23,21 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, suppress
+from functools import wraps
 from pathlib import Path
+from typing import Any, TypeVar
 
 from vault_brain import log
-from vault_brain.errors import Conflict, Forbidden, InvalidInput, NotFound
+from vault_brain.errors import (
+    DISK_FULL_ERRNOS,
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    disk_full,
+)
 from vault_brain.vault import kept
-from vault_brain.vault.locks import note_lock
+from vault_brain.vault.locks import note_lock, state_dir
 from vault_brain.vault.note import file_version
 from vault_brain.vault.paths import (
     claim_free_name,
@@ -49,8 +58,47 @@ STALE_TEMP_SECONDS = 60.0
 # New files get the permissions any editor would give them, not mkstemp's 0600.
 _UMASK = os.umask(0)
 os.umask(_UMASK)
+# Free bytes under which a file system counts as the full one a failed write met.
+_NEARLY_FULL = 1 << 20
+
+T = TypeVar("T")
 
 
+def _says_disk_full(write: Callable[..., T]) -> Callable[..., T]:
+    """A full disk is said as such (Unavailable, retryable), never an unexplained OSError.
+    Every write below cleans up after itself on any error, so nothing was written."""
+
+    @wraps(write)
+    def run(root: Path, *args: Any, **kwargs: Any) -> T:
+        try:
+            return write(root, *args, **kwargs)
+        except OSError as exc:
+            if exc.errno not in DISK_FULL_ERRNOS:
+                raise
+            raise disk_full(_full_place(Path(root))) from exc
+
+    return run
+
+
+def _full_place(root: Path) -> str:
+    """Which of the vault and its .vault-brain folder (where replaced versions are kept)
+    lies on the full file system, in words."""
+    places = {"the vault": root}
+    with suppress(Forbidden):
+        places["the vault's .vault-brain folder (the kept versions)"] = state_dir(root)
+    full, devices = [], set()
+    for name, path in places.items():
+        try:
+            info, dev = os.statvfs(path), os.stat(path).st_dev
+        except OSError:
+            continue
+        if info.f_bavail * info.f_frsize < _NEARLY_FULL and dev not in devices:
+            full.append(name)
+            devices.add(dev)
+    return " and ".join(full) or "the vault"
+
+
+@_says_disk_full
 def create_note_file(
     root: Path,
     folder: str | None,
@@ -90,6 +138,7 @@ def _writable_folder(root: Path, folder: str | None, allowed_folders: Sequence[s
     return resolve_folder_path(root, folder, allowed_folders=allowed_folders)
 
 
+@_says_disk_full
 def create_note_at(
     root: Path, rel: str, data: bytes, *, allowed_folders: Sequence[str] = ()
 ) -> str:
@@ -106,6 +155,7 @@ def create_note_at(
     return vault_relative(root, target)
 
 
+@_says_disk_full
 def replace_note_file(
     root: Path,
     rel: str,
@@ -258,6 +308,7 @@ def _version_at(path: Path, fallback: Path) -> str:
         return file_version(_read_current(fallback))
 
 
+@_says_disk_full
 def rename_note_file(
     root: Path,
     rel: str,
@@ -298,6 +349,7 @@ def rename_note_file(
     return vault_relative(root, target)
 
 
+@_says_disk_full
 def trash_note_file(
     root: Path,
     rel: str,
