@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from vault_brain import log
 from vault_brain.config import Settings
 from vault_brain.embed.base import Embedder
+from vault_brain.endpoint import waiting_at_most
 from vault_brain.errors import Unavailable
 from vault_brain.index.db import IndexDamaged, SqliteIndex
 from vault_brain.index.store import TIERS, Writes
@@ -52,6 +53,10 @@ PROGRESS_MIN_FILES = 50  # passes smaller than this are not worth reporting as "
 # (the notes changed since the last pass, ~2 s of e5 at most), never a larger one.
 ONE_SHOT_STRONG_CHUNKS = 64
 ONE_SHOT_INSTANT_CHUNKS = 2_000  # ~1 s of the static model
+# How long a read's catch-up waits for a remote embedding endpoint, per request: what a
+# query embedding gets (search/semantic.py), so a hung server costs a CLI search 2 s, not
+# the endpoint's timeout (30 s by default).
+READ_WAIT_SECONDS = 2.0
 # What a failing endpoint raises; anything else is a bug and propagates.
 ENDPOINT_ERRORS = (Unavailable, OSError, ValueError, RuntimeError)
 
@@ -342,9 +347,11 @@ class Indexer:
                 self._last_sync = time.monotonic()
                 self._synced.set()
                 if vectors:
-                    self.embed_pending(
-                        limit=ONE_SHOT_INSTANT_CHUNKS, strong_limit=self._strong_top_up()
-                    )
+                    # A read waits for a remote model as long as a query embedding does.
+                    with waiting_at_most(READ_WAIT_SECONDS):
+                        self.embed_pending(
+                            limit=ONE_SHOT_INSTANT_CHUNKS, strong_limit=self._strong_top_up()
+                        )
             except Unavailable as exc:
                 # A read still answers from the index as it is (read-only, full disk).
                 log.warn("index_refresh_failed", error=log.cut(exc.message, 200))
