@@ -57,3 +57,15 @@ def test_a_version_kept_under_a_notes_old_path_is_restored_onto_the_note_not_bes
     assert result.path == "Kyoto trip.md" and result.id == saved.id
     assert notes_with_id(vault.root, saved.id) == ["Kyoto trip.md"]
     assert "first draft" in vault.read("Kyoto trip.md")
+
+
+def test_a_deleted_note_that_was_never_updated_has_its_history_by_path(brain, vault):
+    saved = brain.save("Packing list", "passport, chargers")
+    brain.delete(saved.id, saved.version)
+    path, versions = brain.history("Packing list.md")
+    assert path == "Packing list.md"
+    assert [v.version for v in versions] == [saved.version]
+    result = brain.restore("Packing list.md", versions[0].name)
+    assert result.path == "Packing list.md" and result.id == saved.id
+    assert "passport, chargers" in vault.read("Packing list.md")
+    assert notes_with_id(vault.root, saved.id) == ["Packing list.md"]

@@ -34,6 +34,7 @@ from vault_brain.errors import (
     Forbidden,
     InvalidInput,
     NotFound,
+    Unavailable,
     disk_full,
 )
 from vault_brain.vault import kept
@@ -394,11 +395,27 @@ def trash_note_file(
                 "the note changed since it was read; read it again and retry",
                 current_version=file_version(trashed_bytes),
             )
+        _keep_deleted(root, note_rel.as_posix(), trashed_bytes)
     _fsync_dir(path.parent)
     _fsync_dir(dest_dir)
+    kept.maybe_prune(root, note_rel.as_posix())
     trashed = vault_relative(root, dest)
     log.event("note_trashed", path=log.cut(trashed))
     return trashed
+
+
+def _keep_deleted(root: Path, rel: str, data: bytes) -> None:
+    """What a delete replaces is kept like what an update replaces, so `history` and
+    `restore` find a deleted note by its path even when it was never updated. The trash
+    holds it whole already: a copy that cannot be made (a full disk) is only a warning."""
+    entry: Path | None = None
+    try:
+        entry = kept.new_entry(root, rel)
+        _fill(entry, data, 0o600)
+    except (OSError, Unavailable, Forbidden) as exc:
+        if entry is not None:
+            _discard(str(entry))
+        log.warn("history_not_kept", path=log.cut(rel), error=type(exc).__name__)
 
 
 # --- helpers ----------------------------------------------------------------------------
