@@ -9,8 +9,8 @@ had open) lands in the kept copy, never nowhere.
 
 Layout: `<vault>/.vault-brain/history/<note path>/<UTC time>.md`, one file per replaced
 version, so the versions of one note are one folder listing (`list_versions`). Bounded:
-the newest KEEP_PER_NOTE versions of each note, and MAX_TOTAL_BYTES for the vault (oldest
-dropped first, the newest version of every note kept).
+the newest KEEP_PER_NOTE versions of each note, and at most MAX_TOTAL_BYTES for the vault
+after every write (the oldest dropped first, whichever note; never what that write kept).
 """
 
 from __future__ import annotations

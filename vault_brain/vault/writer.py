@@ -180,28 +180,29 @@ def replace_note_file(
     # Refuse a stale write before creating anything (no lock, no history, no temp file).
     _check_version(_read_current(path), expected_version)
     with note_lock(root, note_rel):
-        done = _swap_in(root, note_rel, path, expected_version, new_data)
-        if not done:
-            done = _replace_aside(root, note_rel, path, expected_version, new_data)
-        if not done:
-            _replace_copy(root, note_rel, path, expected_version, new_data)
+        entry = _swap_in(root, note_rel, path, expected_version, new_data)
+        if entry is None:
+            entry = _replace_aside(root, note_rel, path, expected_version, new_data)
+        if entry is None:
+            entry = _replace_copy(root, note_rel, path, expected_version, new_data)
     _fsync_dir(path.parent)
-    kept.maybe_prune(root, note_rel)
+    kept.maybe_prune(root, note_rel, entry)
     return file_version(new_data)
 
 
-def _swap_in(root: Path, note_rel: str, path: Path, expected: str, new_data: bytes) -> bool:
+def _swap_in(root: Path, note_rel: str, path: Path, expected: str, new_data: bytes) -> Path | None:
     """Replace by exchanging names (Linux renameat2, macOS renamex_np): the new bytes are
     staged as a history entry, and after the exchange that entry holds exactly what was at
-    the note's path, whatever raced in. False when the platform or file system cannot."""
+    the note's path, whatever raced in. Returns that entry; None when the platform or file
+    system cannot."""
     if _EXCHANGE is None:
-        return False
+        return None
     mode = _mode_of(path)
     entry = kept.new_entry(root, note_rel)
     try:
         if os.stat(entry.parent).st_dev != os.stat(path.parent).st_dev:
             _discard(str(entry))
-            return False
+            return None
         _fill(entry, new_data, mode)
         ours = os.stat(entry).st_ino
         _check_version(_read_current(path), expected)
@@ -213,7 +214,7 @@ def _swap_in(root: Path, note_rel: str, path: Path, expected: str, new_data: byt
             if exc.errno not in _NO_EXCHANGE:
                 raise
             _discard(str(entry))
-            return False
+            return None
     except BaseException:
         _discard(str(entry))
         raise
@@ -226,7 +227,7 @@ def _swap_in(root: Path, note_rel: str, path: Path, expected: str, new_data: byt
             current_version=file_version(_read_current(path)),
         )
     _fsync_dir(entry.parent)
-    return True
+    return entry
 
 
 def _give_back(entry: Path, path: Path, ours: int) -> None:
@@ -242,17 +243,20 @@ def _give_back(entry: Path, path: Path, ours: int) -> None:
             _discard(str(entry))  # our bytes, never applied; anything else stays in history
 
 
-def _replace_aside(root: Path, note_rel: str, path: Path, expected: str, new_data: bytes) -> bool:
+def _replace_aside(
+    root: Path, note_rel: str, path: Path, expected: str, new_data: bytes
+) -> Path | None:
     """Replace where names cannot be exchanged: move the note into its history (which keeps
     exactly what was at its path, whatever raced in), check those bytes, then give the new
     bytes the free name without overwriting (a save that lands meanwhile wins). The note is
-    absent for the microseconds between the two steps. False across file systems."""
+    absent for the microseconds between the two steps. Returns the history entry; None
+    across file systems."""
     entry = kept.new_entry(root, note_rel)
     tmp: str | None = None
     try:
         if os.stat(entry.parent).st_dev != os.stat(path.parent).st_dev:
             _discard(str(entry))
-            return False
+            return None
         tmp = _write_temp(path.parent, new_data, _mode_of(path))
         _check_version(_read_current(path), expected)
         try:
@@ -281,12 +285,13 @@ def _replace_aside(root: Path, note_rel: str, path: Path, expected: str, new_dat
             )
     finally:
         _discard(tmp)
-    return True
+    return entry
 
 
-def _replace_copy(root: Path, note_rel: str, path: Path, expected: str, new_data: bytes) -> None:
+def _replace_copy(root: Path, note_rel: str, path: Path, expected: str, new_data: bytes) -> Path:
     """The last resort (the history on another file system than the note): keep a copy of
-    the checked bytes, then rename. A save in the instant between is not kept."""
+    the checked bytes, then rename. A save in the instant between is not kept. Returns the
+    history entry."""
     tmp = _write_temp(path.parent, new_data, _mode_of(path))
     entry: Path | None = None
     try:
@@ -300,6 +305,7 @@ def _replace_copy(root: Path, note_rel: str, path: Path, expected: str, new_data
         if entry is not None:
             _discard(str(entry))
         raise
+    return entry
 
 
 def _version_at(path: Path, fallback: Path) -> str:
@@ -395,16 +401,17 @@ def trash_note_file(
                 "the note changed since it was read; read it again and retry",
                 current_version=file_version(trashed_bytes),
             )
-        _keep_deleted(root, note_rel.as_posix(), trashed_bytes)
+        entry = _keep_deleted(root, note_rel.as_posix(), trashed_bytes)
     _fsync_dir(path.parent)
     _fsync_dir(dest_dir)
-    kept.maybe_prune(root, note_rel.as_posix())
+    if entry is not None:
+        kept.maybe_prune(root, note_rel.as_posix(), entry)
     trashed = vault_relative(root, dest)
     log.event("note_trashed", path=log.cut(trashed))
     return trashed
 
 
-def _keep_deleted(root: Path, rel: str, data: bytes) -> None:
+def _keep_deleted(root: Path, rel: str, data: bytes) -> Path | None:
     """What a delete replaces is kept like what an update replaces, so `history` and
     `restore` find a deleted note by its path even when it was never updated. The trash
     holds it whole already: a copy that cannot be made (a full disk) is only a warning."""
@@ -416,6 +423,8 @@ def _keep_deleted(root: Path, rel: str, data: bytes) -> None:
         if entry is not None:
             _discard(str(entry))
         log.warn("history_not_kept", path=log.cut(rel), error=type(exc).__name__)
+        return None
+    return entry
 
 
 # --- helpers ----------------------------------------------------------------------------
