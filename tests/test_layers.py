@@ -146,3 +146,20 @@ def test_cli_and_server_use_only_brain_methods_not_its_parts():
         source = path.read_text()
         for part in ("brain.indexer.", "brain.index.", "brain.pipeline."):
             assert part not in source, f"{path.relative_to(PKG)} uses {part}…"
+
+
+def test_the_export_readers_know_nothing_of_the_index_or_the_layers_above():
+    """importers/ turns files into records; deciding and writing is importing.py's."""
+    above = (
+        "vault_brain.index",
+        "vault_brain.service",
+        "vault_brain.server",
+        "vault_brain.indexer",
+        "vault_brain.search",
+        "vault_brain.embed",
+        "vault_brain.importing",
+        "vault_brain.cli",
+    )
+    for path in _modules("importers"):
+        bad = {m for m in _imports(path) if m.startswith(above)}
+        assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"

@@ -15,7 +15,7 @@ import typer
 from vault_brain import __version__, log
 from vault_brain.config import CONFIG_NAME, INDEX_DIR, Settings, load_settings
 from vault_brain.contract import MODES
-from vault_brain.errors import ConfigError, NotFound, VaultBrainError
+from vault_brain.errors import ConfigError, InvalidExport, NotFound, VaultBrainError
 
 app = typer.Typer(
     name="vault-brain",
@@ -288,7 +288,7 @@ def search(
             for h in hits:
                 h.pop("explain", None)
         out = {"results": hits, "mode": result.mode, "degraded": result.degraded}
-        if not hits:
+        if result.nothing_relevant:
             out["nothing_relevant"] = True
         _dump(out)
         return
@@ -400,6 +400,99 @@ def restore(
 
 def _quote(text: str) -> str:
     return f'"{text}"' if any(ch.isspace() for ch in text) else text
+
+
+@app.command("import")
+def import_(
+    fmt: Annotated[
+        str, typer.Argument(metavar="FORMAT", help="claude | chatgpt | jsonl", show_default=False)
+    ],
+    files: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="FILE...",
+            help="conversations.json (or the export's .zip) for claude and chatgpt; "
+            "chat logs with one JSON message per line for jsonl.",
+            show_default=False,
+        ),
+    ],
+    vault: VaultOpt = None,
+    config: ConfigOpt = None,
+    folder: Annotated[
+        str | None,
+        typer.Option(help='Folder for new notes (default: Conversations; "" = the vault root).'),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show what would be written; write nothing.")
+    ] = False,
+    merge: Annotated[
+        bool,
+        typer.Option(
+            "--merge",
+            help="Append a conversation to the existing note whose topic it matches (the "
+            "score and threshold show with --dry-run), instead of a note of its own.",
+        ),
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Turn chat exports into notes: one per conversation, with mentions of your notes made
+    wikilinks. Importing again adds only new messages. Exit code 2: an export that cannot
+    be read (nothing is written)."""
+    settings = _settings(vault, config)
+    log.use_human_output()
+    with _brain(settings) as brain:
+        try:
+            report = brain.import_conversations(
+                fmt, files, folder=folder, dry_run=dry_run, merge=merge
+            )
+        except InvalidExport as exc:
+            raise _fail(exc.message, 2) from None
+    if json_out:
+        _dump(dataclasses.asdict(report))
+    else:
+        _print_import(report)
+    for warning in report.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    for error in report.errors:
+        typer.echo(f"vault-brain: {error}", err=True)
+    if report.errors:
+        raise typer.Exit(1)
+
+
+_IMPORT_VERBS = {
+    "create": "new",
+    "append": "append",
+    "merge": "merge",
+    "unchanged": "same",
+    "empty": "skip",
+}
+
+
+def _print_import(report: Any) -> None:
+    """One line per conversation: what happens to it, where, and why."""
+    for o in report.outcomes:
+        if o.action == "create":
+            detail = f"{o.messages} message{'' if o.messages == 1 else 's'}"
+        elif o.action == "unchanged":
+            detail = "already imported"
+        elif o.action == "empty":
+            detail = "no messages"
+        else:
+            detail = f"+{o.messages} of {o.total} messages"
+        if o.score is not None:
+            sign = ">=" if o.score >= report.threshold else "<"
+            detail += (
+                f"; best match {o.candidate} scored {o.score:.2f} {sign} "
+                f"threshold {report.threshold:.2f}"
+            )
+        typer.echo(f"{_IMPORT_VERBS[o.action]:<7} {o.path or o.title}  ({detail})")
+    n = len(report.outcomes)
+    counted = f"{n} conversation{'' if n == 1 else 's'}"
+    if report.dry_run:
+        typer.echo(f"dry run: {counted}, nothing written")
+    else:
+        w = report.notes_written
+        typer.echo(f"{counted}: {w} note{'' if w == 1 else 's'} written")
 
 
 @app.command()

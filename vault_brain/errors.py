@@ -61,6 +61,11 @@ class ConfigError(InvalidInput):
         super().__init__("invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))
 
 
+class InvalidExport(InvalidInput):
+    """A chat export that cannot be read or is not the format named: the message names the
+    file and the place in it. The CLI exits with 2, and nothing has been written."""
+
+
 # OSError numbers that mean the disk (or the user's quota on it) is full.
 DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 

@@ -48,7 +48,14 @@ IDLE_RETRY_SECONDS = 60.0  # retry pending vectors and summaries this often with
 COALESCE_SECONDS = 0.2  # a change's vectors wait this long for the changes that follow it
 ERROR_CHECK_SECONDS = 60.0  # how stale a success's look at the recorded failures may be
 PROGRESS_EVERY_SECONDS = 1.0  # how often a long pass publishes its progress in the index
-PROGRESS_MIN_FILES = 50  # passes smaller than this are not worth reporting as "indexing"
+# Later passes smaller than this are not worth reporting as "indexing"; a vault's first pass
+# is reported whatever its size, from its first moment (answers before it ends are partial).
+PROGRESS_MIN_FILES = 50
+# The meta key a completed full pass leaves (its time): before it, the index is incomplete.
+INDEXED_AT = "indexed_at"
+# A first tool call waits for a first pass over at most this many files (seconds of work);
+# over a bigger vault it answers at once from what is indexed, and says `indexing`.
+FIRST_PASS_WAIT_FILES = 2_000
 # A one-shot pass (a CLI read with no watcher) embeds a strong-tier backlog up to this size
 # (the notes changed since the last pass, ~2 s of e5 at most), never a larger one.
 ONE_SHOT_STRONG_CHUNKS = 64
@@ -127,6 +134,7 @@ class Indexer:
         self._pass_lock = threading.Lock()
         self._last_sync = 0.0
         self._synced = threading.Event()  # a full stat pass has completed in this process
+        self._indexed_once = False  # the index is known to have completed a full pass
         self._progress_published = 0.0
         self._checked = False  # the full-text index's integrity was checked in this process
         self._kernel_recorded: str | None = None  # the strong kernel this process recorded
@@ -238,10 +246,7 @@ class Indexer:
         with self._pass_lock, self._holding_lock():
             if not self._checked:
                 full = self._repair_if_damaged() or full
-            report = self._syncer.sync_all(full=full, progress=self._tracking(progress))
-            self._last_sync = time.monotonic()
-        self._synced.set()
-        self._publish_progress(None)
+            report = self._full_pass(full=full, progress=progress)
         self._changed.set()
         log.event(
             "sync", scanned=report.scanned, **report.counts(), skipped=report.skipped, ms=report.ms
@@ -343,9 +348,7 @@ class Indexer:
             except Unavailable:
                 return False
             try:
-                self._syncer.sync_all()
-                self._last_sync = time.monotonic()
-                self._synced.set()
+                self._full_pass()
                 if vectors:
                     # A read waits for a remote model as long as a query embedding does.
                     with waiting_at_most(READ_WAIT_SECONDS):
@@ -361,6 +364,32 @@ class Indexer:
             return True
         finally:
             self._pass_lock.release()
+
+    def _full_pass(self, *, full: bool = False, progress: Progress | None = None) -> SyncReport:
+        """A stat pass over the whole vault (the caller holds the indexer lock). A vault's
+        first pass publishes its progress from its first moment, whatever its size, and
+        every pass that completes records when (INDEXED_AT): until a first one has, answers
+        are partial and say so."""
+        first = full or not self.indexed_once()
+        if first:
+            self._publish_progress(Indexing(0, 0))  # counting the files
+        try:
+            report = self._syncer.sync_all(full=full, progress=self._tracking(progress, first))
+            with self.index.transaction() as w:
+                w.set_meta(INDEXED_AT, str(round(time.time(), 3)))
+            self._indexed_once = True
+        finally:
+            self._publish_progress(None)
+        self._last_sync = time.monotonic()
+        self._synced.set()
+        return report
+
+    def indexed_once(self) -> bool:
+        """The index holds a completed full pass over the vault (made by any process)."""
+        if not self._indexed_once:
+            with self.index.read() as r:
+                self._indexed_once = r.get_meta(INDEXED_AT) is not None
+        return self._indexed_once
 
     def _strong_top_up(self) -> int:
         """How many strong vectors a one-shot pass embeds: all of a small backlog (the notes
@@ -404,38 +433,47 @@ class Indexer:
     # -- progress --------------------------------------------------------------------------
 
     def wait_until_indexed(self, timeout: float) -> bool:
-        """True as soon as a full pass has completed in this process or the index holds
-        notes and no first pass is running; bounded by `timeout`."""
+        """True once the index holds a completed full pass (this process's or another's);
+        False at `timeout`, or at once when the first pass running is over more than
+        FIRST_PASS_WAIT_FILES files (answers then come from what is indexed, and say so)."""
         deadline = time.monotonic() + timeout
-        while not self._synced.is_set():
-            if self.indexing() is None:
-                with self.index.read() as r:
-                    if r.has_notes():
-                        return True
+        while not self._synced.is_set() and not self.indexed_once():
+            state = self.indexing()
+            if state is not None and state.total > FIRST_PASS_WAIT_FILES:
+                return False
             if time.monotonic() >= deadline:
                 return False
-            self._synced.wait(0.1)
+            self._synced.wait(0.05)
         return True
 
     def indexing(self) -> Indexing | None:
-        """The long pass in progress (in any process), or None. A record left by a process
-        that died mid-pass is ignored once no process holds the lock."""
+        """The pass in progress whose answers are partial (in any process), or None: a
+        first pass from its start (`total` is 0 while the files are being counted), a
+        later one over PROGRESS_MIN_FILES files or more. Before any pass has completed
+        and while some process holds the indexer role, the index is incomplete too
+        (`Indexing(0, 0)`). A record left by a process that died mid-pass is ignored once
+        no process holds the lock."""
         with self.index.read() as r:
             raw = r.get_meta("indexing")
-        if raw is None:
-            return None
-        try:
-            record = json.loads(raw)
-            found = Indexing(int(record["done"]), int(record["total"]))
-        except (ValueError, TypeError, KeyError):
+            complete = self._indexed_once or r.get_meta(INDEXED_AT) is not None
+        if complete:
+            self._indexed_once = True
+        if raw is None and complete:
             return None
         if not self.live and not indexer_alive(self.settings):
             return None
-        return found
+        if raw is None:
+            return Indexing(0, 0)  # never indexed; the indexer is about to start
+        try:
+            record = json.loads(raw)
+            return Indexing(int(record["done"]), int(record["total"]))
+        except (ValueError, TypeError, KeyError):
+            return None
 
-    def _tracking(self, progress: Progress | None) -> Progress:
+    def _tracking(self, progress: Progress | None, first: bool = False) -> Progress:
         def track(p: SyncProgress) -> None:
-            if p.phase == "parse" and p.total >= PROGRESS_MIN_FILES and p.done < p.total:
+            big = first or p.total >= PROGRESS_MIN_FILES
+            if p.phase == "parse" and big and p.done < p.total:
                 due = time.monotonic() - self._progress_published >= PROGRESS_EVERY_SECONDS
                 if p.done == 0 or due:
                     self._publish_progress(Indexing(p.done, p.total))

@@ -38,6 +38,12 @@ class SearchResult:
     strong: Indexing | None = None  # the strong tier's coverage while it is incomplete
     below_cutoff: int = 0  # hits left out for scoring under search.min_score
 
+    @property
+    def nothing_relevant(self) -> bool:
+        """No hit, and the index is complete: the vault lacks it. While a first pass runs
+        an empty answer only means "not indexed yet", which `indexing` says instead."""
+        return not self.hits and self.indexing is None
+
 
 @dataclass(frozen=True)
 class NoteRef:
@@ -59,6 +65,7 @@ class NoteSummary:
 class NotePage:
     notes: list[NoteSummary]
     next_cursor: str | None
+    indexing: Indexing | None = None  # a first pass is running: the list may be incomplete
 
 
 @dataclass(frozen=True)

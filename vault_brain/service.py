@@ -12,6 +12,7 @@ import base64
 import difflib
 import functools
 import json
+import os
 import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
@@ -55,6 +56,7 @@ from vault_brain.vault.reading import read_note_bytes
 from vault_brain.vault.render import render_new_note, render_update
 
 if TYPE_CHECKING:
+    from vault_brain.importing import ImportReport
     from vault_brain.summarize.llm import Summarizer
 
 __all__ = ["Brain", "SyncReport"]
@@ -262,6 +264,16 @@ class Brain:
                     return infos_named[0]
                 if infos_named:
                     raise _ambiguous(ref, name, infos_named)
+        if self._index_on_demand(path):
+            return self._find(ref)
+        state = self.indexer.indexing()
+        if state is not None:
+            raise Unavailable(
+                f"{ref!r} is not indexed yet: the first pass over the vault is running "
+                f"({state.done} of {state.total or '?'} files); retry in a few seconds",
+                indexing={"done": state.done, "total": state.total},
+            )
+        with self.index.read() as r:
             names = r.names()
             close = difflib.get_close_matches(ref.lower(), [n.lower() for n, _ in names], 3, 0.6)
             rowids = list(dict.fromkeys(rowid for n, rowid in names if n.lower() in close))
@@ -277,6 +289,23 @@ class Brain:
             + "; memory_search finds notes by their content",
             suggestions=suggestions,
         )
+
+    def _index_on_demand(self, path: str) -> bool:
+        """A note file the index does not hold yet (a first pass is still on its way to it,
+        or a watcher has not seen it): index it now. True when that found it."""
+        rel = path if path.lower().endswith(".md") else path + ".md"
+        if rel.startswith((".", "/")) or "/." in rel or ".." in rel.split("/"):
+            return False  # hidden, ignored or outside: never a note the index would hold
+        full = self.root / rel
+        try:
+            # No symlink on the way: the scanner's link rules apply to those (a full pass).
+            plain = full.is_file() and os.path.realpath(full) == os.path.abspath(full)
+        except (OSError, ValueError):
+            return False
+        if plain and self.indexer.wrote(rel):
+            with self.index.read() as r:
+                return r.note_by_path(rel) is not None
+        return False
 
     def _filters(
         self,
@@ -373,7 +402,7 @@ class Brain:
         rows = rows[:limit]
         notes = [NoteSummary(r.id, r.title, r.path, r.summary, r.updated) for r in rows]
         next_cursor = _encode_cursor(rows[-1].sort_time, rows[-1].rowid) if more else None
-        return NotePage(notes, next_cursor)
+        return NotePage(notes, next_cursor, self.indexer.indexing())
 
     def status(self) -> Status:
         with self.index.read() as r:
@@ -728,6 +757,39 @@ class Brain:
         self.indexer.wrote(info.path)
         log.event("delete", id=info.id, path=info.path, trashed_to=trashed)
         return Trashed(info.id, info.path, trashed)
+
+    # -- importing conversations (importing.py does the work) ---------------------------
+
+    def import_conversations(
+        self,
+        fmt: str,
+        files: Sequence[str],
+        *,
+        folder: str | None = None,
+        dry_run: bool = False,
+        merge: bool = False,
+    ) -> ImportReport:
+        """Chat exports become notes. Raises InvalidExport, with nothing written, for an
+        export that cannot be read or is not in the format named."""
+        from vault_brain.importing import Importer  # only this command needs it
+
+        if not dry_run:
+            self._check_writable()
+
+        def notes() -> list[NoteInfo]:
+            self.refresh_if_unwatched(vectors=merge)  # after the files are read: fail fast
+            with self.index.read() as r:
+                return r.list_notes(Filters(), 2**62, None)
+
+        importer = Importer(
+            self.settings,
+            notes=notes,
+            search=self.search,
+            index=self.sync_paths,
+            summarizer=self.summarizer,
+        )
+        with self._writes:
+            return importer.run(fmt, files, folder=folder, dry_run=dry_run, merge=merge)
 
     # -- lifecycle ---------------------------------------------------------------------
 

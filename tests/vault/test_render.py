@@ -418,3 +418,44 @@ def test_a_content_change_adds_no_frontmatter_to_a_hand_written_note() -> None:
 def test_a_title_for_a_hand_written_note_adds_frontmatter_with_its_id() -> None:
     out = render_update(b"milk\n", title="Shopping", id="abc12345", now=LATER)
     assert out.startswith(b"---\nid: abc12345\ntitle: Shopping\n")
+
+
+# --- keys other than ours, set on purpose (the importer's record) ------------------------
+
+IMPORTED = {"claude:5b1c": ["a1b2c3d4e5f6", "000000000123"]}
+
+
+def test_a_new_note_takes_its_own_created_time_and_extra_keys_after_ours():
+    raw = new_note(created="2024-03-01T12:00:00Z", extra={"source": "claude:5b1c"})
+    text = raw.decode()
+    assert "created: 2024-03-01T12:00:00Z\nupdated: 2026-11-30T14:12:31Z\n" in text
+    assert meta(raw)["source"] == "claude:5b1c"
+    assert text.index("tags:") < text.index("source:")
+
+
+def test_extra_keys_replace_their_entry_in_place_and_leave_every_other_key_as_written():
+    raw = (
+        b"---\nid: n1\n# a comment\nsource: https://example.com  # clipped\n"
+        b"imported_chats: {'claude:old': [abc]}\nrating: 5\n---\nBody.\n"
+    )
+    new = render_update(raw, append="More.", extra={"imported_chats": IMPORTED}, now=LATER)
+    text = new.decode()
+    assert "# a comment\nsource: https://example.com  # clipped\n" in text
+    assert text.index("imported_chats") < text.index("rating: 5")
+    assert meta(new)["imported_chats"] == IMPORTED  # a digits-only hash stays text
+    assert text.endswith("Body.\n\nMore.\n")
+
+
+def test_an_extra_key_is_added_at_the_end_and_a_note_without_frontmatter_gets_one():
+    with_block = render_update(b"---\nid: n1\n---\nBody.\n", extra={"k": [1]}, now=LATER)
+    assert with_block.decode().startswith("---\nid: n1\nupdated: 2026-12-01T09:00:00Z\nk: [1]\n")
+    bare = render_update(
+        b"Just text.\n", append="More.", id="ab12cd34", extra={"k": "v"}, now=LATER
+    )
+    assert meta(bare)["id"] == "ab12cd34" and meta(bare)["k"] == "v"
+    assert parse_note("n.md", bare).body == "Just text.\n\nMore.\n"
+
+
+def test_our_own_keys_cannot_be_set_as_extra_keys():
+    with pytest.raises(InvalidInput):
+        render_update(b"Body.\n", extra={"Title": "x"}, now=LATER)

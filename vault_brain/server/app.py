@@ -35,9 +35,10 @@ if TYPE_CHECKING:
     from vault_brain.service import Brain
 
 OPEN_WAIT_SECONDS = 30.0
-# The first tool call waits at most this long for the first pass over a never-indexed vault;
-# after that, answers come from what is indexed and say `indexing: {done, total}`.
-FIRST_INDEX_WAIT_SECONDS = 3.0
+# The first tool call waits at most this long for the first pass over a never-indexed vault
+# (not at all when that pass is over thousands of files: Indexer.wait_until_indexed); after
+# that, answers come from what is indexed and say `indexing: {done, total}`.
+FIRST_INDEX_WAIT_SECONDS = 10.0
 
 
 def _default_factory(settings: Settings) -> Brain:

@@ -135,7 +135,7 @@ def _search(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
         for h in found.hits
     ]
     reply: dict[str, Any] = {"results": results, "degraded": bool(found.degraded)}
-    if not results:
+    if found.nothing_relevant:
         # Say it plainly, so a model tells the user the vault lacks it instead of guessing.
         reply["nothing_relevant"] = True
     if found.indexing is not None:
@@ -157,7 +157,10 @@ def _list(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
         {"id": n.id, "title": n.title, "path": n.path, "summary": n.summary, "updated": n.updated}
         for n in page.notes
     ]
-    return {"notes": notes, "next_cursor": page.next_cursor}, len(notes)
+    reply: dict[str, Any] = {"notes": notes, "next_cursor": page.next_cursor}
+    if page.indexing is not None:
+        reply["indexing"] = {"done": page.indexing.done, "total": page.indexing.total}
+    return reply, len(notes)
 
 
 def _get(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -54,8 +54,14 @@ def render_new_note(
     summary: str | None = None,
     tags: Sequence[str] = (),
     now: datetime | str,
+    created: datetime | str | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> bytes:
     """A new note: our frontmatter, then the content as the body.
+
+    `created` defaults to `now` (an imported conversation has its own); `extra` are keys
+    other than ours to write after them, each as one line of YAML (the importer's
+    `source` and `imported_chats`).
 
     Content that opens with its own `---` block (models often write one) gives one merged
     block, never two: its keys stay, with their text and order, and ours (id, title,
@@ -63,28 +69,38 @@ def render_new_note(
     not valid YAML is refused rather than written as text that looks like frontmatter.
     """
     stamp = format_timestamp(now)
+    born = format_timestamp(created) if created is not None else stamp
+    extra_lines = _extra_lines(extra)
     own = (
         split_frontmatter(content.removeprefix(_BOM)) if content.startswith(("---", _BOM)) else None
     )
     if own is not None and own.closed:
-        return _merged_new_note(own, id, title, summary, tags, stamp)
+        return _merged_new_note(own, id, title, summary, tags, stamp, born, extra_lines)
     lines = [
         _key_line("id", id),
         _key_line("title", title),
     ]
     if summary:
         lines.append(_key_line("summary", summary))
-    lines.append(f"created: {stamp}")
+    lines.append(f"created: {born}")
     lines.append(f"updated: {stamp}")
     clean_tags = normalize_tags(tags)
     if clean_tags:
         lines.append(_tags_line(clean_tags))
+    lines += extra_lines.values()
     head = "---\n" + "".join(line + "\n" for line in lines) + "---\n"
     return _encode(head + _with_final_newline(content, "\n"))
 
 
 def _merged_new_note(
-    own: Any, id: str, title: str, summary: str | None, tags: Sequence[str], stamp: str
+    own: Any,
+    id: str,
+    title: str,
+    summary: str | None,
+    tags: Sequence[str],
+    stamp: str,
+    born: str,
+    extra_lines: dict[str, str],
 ) -> bytes:
     try:
         _parse_block(own.block)
@@ -99,7 +115,7 @@ def _merged_new_note(
     sets: dict[str, str | None] = {
         "id": _key_line("id", id),
         "title": _key_line("title", title),
-        "created": f"created: {stamp}",
+        "created": f"created: {born}",
         "updated": f"updated: {stamp}",
     }
     if summary:
@@ -110,10 +126,10 @@ def _merged_new_note(
     block = block_text
     if block and not block.endswith(("\n", "\r")):
         block += "\n"
-    new_block = _edit_block(block, sets, "\n")
+    new_block = _edit_block(block, sets, "\n", extra_lines)
     # `created` is ours but never edited later, so the general check does not know it.
     theirs = {k: v for k, v in mapping.items() if str(k).strip().lower() != "created"}
-    _check_edit(theirs, new_block, {k: v for k, v in sets.items() if k != "created"})
+    _check_edit(theirs, new_block, {k: v for k, v in sets.items() if k != "created"}, extra_lines)
     body = _line_endings(own.body, "\n")
     return _encode("---\n" + new_block + "---\n" + _with_final_newline(body, "\n"))
 
@@ -143,8 +159,12 @@ def render_update(
     title: str | None = None,
     id: str | None = None,
     now: datetime | str,
+    extra: Mapping[str, Any] | None = None,
 ) -> bytes:
     """The file's bytes with only the requested changes applied; `updated` always moves.
+
+    `extra` sets keys other than ours, each to one line of YAML, where the key stands (or
+    at the end of the block): the importer's record of the messages a note holds.
 
     `id` is written only when the note has none and the write needs frontmatter anyway
     (a title, summary or tags); a content change to a note without frontmatter adds none.
@@ -172,15 +192,16 @@ def render_update(
         clean = normalize_tags(tags)
         sets["tags"] = _tags_line(clean) if clean else None
 
+    extra_lines = _extra_lines(extra)
     if parts is None:
         body = text
-        if title is None and summary is None and tags is None:
+        if title is None and summary is None and tags is None and not extra_lines:
             # A hand-written note without frontmatter stays without it: a content change
             # needs none (its id is derived from its path, its time is the file's mtime).
             return _encode(bom + _new_body(body, content, append, nl))
         if id:
             sets["id"] = _key_line("id", id)
-        lines = [sets[k] for k in _CANONICAL_ORDER if sets.get(k)]
+        lines = [sets[k] for k in _CANONICAL_ORDER if sets.get(k)] + list(extra_lines.values())
         head = "---" + nl + "".join(line + nl for line in lines) + "---" + nl
         return _encode(bom + head + _new_body(body, content, append, nl))
 
@@ -188,8 +209,8 @@ def render_update(
     mapping = _parse_block(block)
     if id and not any(canonical_key(k) == "id" for k in mapping):
         sets["id"] = _key_line("id", id)
-    new_block = _edit_block(block, sets, nl)
-    _check_edit(mapping, new_block, sets)
+    new_block = _edit_block(block, sets, nl, extra_lines)
+    _check_edit(mapping, new_block, sets, extra_lines)
     if (content is not None or append is not None) and not closing.endswith(("\n", "\r")):
         closing += nl
     return _encode(bom + opening + new_block + closing + _new_body(body, content, append, nl))
@@ -208,6 +229,16 @@ def normalize_tags(tags: Sequence[str]) -> list[str]:
 
 
 # --- frontmatter text -------------------------------------------------------------------
+
+
+def _extra_lines(extra: Mapping[str, Any] | None) -> dict[str, str]:
+    """{key: its line} for keys other than ours; refuses one of ours (they have rules)."""
+    out = {}
+    for name, value in (extra or {}).items():
+        if canonical_key(name) is not None or name.strip().lower() == "created":
+            raise InvalidInput(f"{name!r} is set by its own argument, not as an extra key")
+        out[name.strip().casefold()] = f"{name.strip()}: {_dump(value, flow=True)}"
+    return out
 
 
 def _key_line(key: str, value: str) -> str:
@@ -259,6 +290,7 @@ class _Segment:
     key: str | None  # our key this entry sets ("tags" for `Tags:`), "" for other keys,
     # None for the text between entries (comments, blank lines)
     spelling: str = ""  # the key as the person wrote it, when it is a plain word
+    name: str = ""  # any text key, casefolded (for the extra keys an edit sets)
 
 
 def _segments(block: str) -> tuple[list[_Segment], int]:
@@ -284,7 +316,10 @@ def _segments(block: str) -> tuple[list[_Segment], int]:
         plain = isinstance(key_node, yaml.ScalarNode) and key_node.style is None
         ours = canonical_key(key_node.value) if isinstance(key_node, yaml.ScalarNode) else None
         entry, tail = _trim_trailing(block[start:end], value_node)
-        segments.append(_Segment(entry, ours or "", key_node.value if plain and ours else ""))
+        name = (
+            str(key_node.value).strip().casefold() if isinstance(key_node, yaml.ScalarNode) else ""
+        )
+        segments.append(_Segment(entry, ours or "", key_node.value if plain and ours else "", name))
         if tail:
             segments.append(_Segment(tail, None))
         pos = end
@@ -319,12 +354,15 @@ def _trim_trailing(entry: str, value_node: yaml.Node) -> tuple[str, str]:
     return "".join(lines[:cut]), "".join(lines[cut:])
 
 
-def _edit_block(block: str, sets: dict[str, str | None], nl: str) -> str:
-    """Replace, drop or insert our keys' lines; everything else stays as written."""
+def _edit_block(
+    block: str, sets: dict[str, str | None], nl: str, extra: Mapping[str, str] | None = None
+) -> str:
+    """Replace, drop or insert our keys' lines (and `extra` keys' lines); everything else
+    stays as written."""
     segments, indent = _segments(block)
     prefix = " " * indent
     if segments and not segments[-1].text.endswith(("\n", "\r")):
-        segments[-1] = _Segment(segments[-1].text + nl, segments[-1].key)
+        segments[-1] = replace(segments[-1], text=segments[-1].text + nl)
     for key in _CANONICAL_ORDER:
         if key not in sets:
             continue
@@ -340,6 +378,15 @@ def _edit_block(block: str, sets: dict[str, str | None], nl: str) -> str:
                 segments[hits[0]] = _Segment(prefix + spelling + line[len(key) :] + nl, key)
         elif line is not None:
             segments.insert(_insert_at(segments, key), _Segment(prefix + line + nl, key))
+    for name, line in (extra or {}).items():
+        hits = [i for i, seg in enumerate(segments) if seg.key == "" and seg.name == name]
+        for i in reversed(hits[1:]):
+            del segments[i]
+        new = _Segment(prefix + line + nl, "", "", name)
+        if hits:
+            segments[hits[0]] = new
+        else:
+            segments.append(new)
     return "".join(seg.text for seg in segments)
 
 
@@ -358,7 +405,12 @@ def _insert_at(segments: list[_Segment], key: str) -> int:
     return len(segments)
 
 
-def _check_edit(old: dict[str, Any], new_block: str, sets: dict[str, str | None]) -> None:
+def _check_edit(
+    old: dict[str, Any],
+    new_block: str,
+    sets: dict[str, str | None],
+    extra: Mapping[str, str] | None = None,
+) -> None:
     """Refuse an edit that would change a key we do not own (anchors, odd indentation)."""
     try:
         new = load_block(new_block)
@@ -367,8 +419,9 @@ def _check_edit(old: dict[str, Any], new_block: str, sets: dict[str, str | None]
     new = new or {}
     if not isinstance(new, dict):
         raise InvalidInput("cannot edit this frontmatter safely; edit it by hand")
+    extra = extra or {}
     for key, value in old.items():
-        if canonical_key(key) in sets:
+        if canonical_key(key) in sets or str(key).strip().casefold() in extra:
             continue
         if key not in new or not _same(new[key], value):
             raise InvalidInput("cannot edit this frontmatter without changing other keys")
@@ -376,6 +429,9 @@ def _check_edit(old: dict[str, Any], new_block: str, sets: dict[str, str | None]
     for key, line in sets.items():
         if (line is None) == (key in present):
             raise InvalidInput("cannot edit this frontmatter safely; edit it by hand")
+    written = {str(k).strip().casefold() for k in new}
+    if any(name not in written for name in extra):
+        raise InvalidInput("cannot edit this frontmatter safely; edit it by hand")
 
 
 def _same(a: Any, b: Any) -> bool:
