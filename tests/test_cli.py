@@ -366,7 +366,9 @@ def test_a_deleted_note_can_be_restored_from_its_history_by_path(vault):
     listed = json.loads(
         run("history", "Gone.md", "--json", "--vault", str(vault.root), env=env).stdout
     )
-    name = listed["versions"][0]["name"]
+    # Newest first: what the delete removed, then what the update replaced.
+    assert len(listed["versions"]) == 2
+    name = listed["versions"][1]["name"]
     assert run("restore", "Gone.md", name, "--vault", str(vault.root), env=env).returncode == 0
     assert "first words" in vault.read("Gone.md")
 
