@@ -51,7 +51,16 @@ def test_index_then_search_json(small_vault):
     out = json.loads(r.stdout)
     assert out["mode"] == "hybrid" and out["degraded"] is True
     first = out["results"][0]
-    assert set(first) == {"id", "title", "path", "summary", "snippet", "score", "updated"}
+    assert set(first) == {
+        "id",
+        "title",
+        "path",
+        "summary",
+        "snippet",
+        "score",
+        "confidence",
+        "updated",
+    }
     assert first["path"] == "How-to/Deploy.md"
 
 

@@ -186,6 +186,8 @@ def index(
             strong = _run_with_progress(
                 "embed e5", lambda cb: _embed_all(brain, total, cb, strong=True)
             )
+        # What "no relation" scores in this vault, once its vectors are in (seconds).
+        calibrated = brain.calibrate()
         status = brain.status()
     result = {
         **dataclasses.asdict(report),
@@ -193,6 +195,7 @@ def index(
         "pending_vectors": status.pending_vectors,
         "strong_vectors_written": strong,
         "strong_pending": status.strong_pending,
+        "calibrated": calibrated,
         "last_error": status.last_error,
     }
     if json_out:
@@ -306,7 +309,9 @@ def search(
             typer.echo("no matches")
         return
     for i, hit in enumerate(result.hits, 1):
-        typer.echo(f"{i}. {hit.title}  [{hit.path}]  id={hit.id}  score={hit.score:.3f}")
+        typer.echo(
+            f"{i}. {hit.title}  [{hit.path}]  id={hit.id}  score={hit.score:.3f} ({hit.confidence})"
+        )
         if hit.snippet:
             typer.echo(f"   {hit.snippet}")
         if hit.explain:

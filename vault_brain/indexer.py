@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from vault_brain import log
 from vault_brain.config import Settings
 from vault_brain.embed.base import Embedder
+from vault_brain.embed.cache import ModelCache
 from vault_brain.endpoint import waiting_at_most
 from vault_brain.errors import Unavailable
 from vault_brain.index.db import IndexDamaged, SqliteIndex
@@ -64,6 +65,9 @@ ONE_SHOT_INSTANT_CHUNKS = 2_000  # ~1 s of the static model
 # query embedding gets (search/semantic.py), so a hung server costs a CLI search 2 s, not
 # the endpoint's timeout (30 s by default).
 READ_WAIT_SECONDS = 2.0
+# The share of chunks a tier must have vectors for before the vault is calibrated on it
+# (search/fit.py): the strong tier answers from this share on (search/semantic.py).
+CALIBRATE_COVERAGE = 0.99
 # What a failing endpoint raises; anything else is a bug and propagates.
 ENDPOINT_ERRORS = (Unavailable, OSError, ValueError, RuntimeError)
 
@@ -516,6 +520,53 @@ class Indexer:
             written, more = written + strong, more or strong_more
         return written, more
 
+    def calibrate(self, *, force: bool = False) -> list[str]:
+        """Fit the vault's own calibration (search/fit.py) for each tier whose vectors
+        cover the vault, when it has none for that model or the vault changed size by a
+        tenth since (`force`: fit anyway). Returns the tiers fitted. A model or endpoint
+        that fails is recorded like a failed embedding; it never raises."""
+        from vault_brain.search.fit import Fit, fit_tier, meta_key
+
+        fitted = []
+        for name, embedder, backoff in (
+            ("instant", self.embedder, self.embed_backoff),
+            ("strong", self.strong, self.strong_backoff),
+        ):
+            if embedder is None or backoff.waiting():
+                continue
+            with self.index.read() as r:
+                held = r.vectors_model(TIERS[name])
+                counts = r.counts()
+                fit = Fit.from_json(r.get_meta(meta_key(name)))
+            if held is None or held[0] != embedder.name or not counts.chunks:
+                continue
+            done = counts.vectors if name == "instant" else counts.strong_vectors
+            if done < CALIBRATE_COVERAGE * counts.chunks:
+                continue  # the fit waits for the vectors: it measures the whole vault
+            if fit is not None and not force and not fit.due(embedder.name, counts.notes):
+                continue
+            started = time.perf_counter()
+            try:
+                new = fit_tier(
+                    self.index, embedder, name, ModelCache.under(self.settings.embed.cache_dir)
+                )
+            except ENDPOINT_ERRORS as exc:
+                self._failed("embed" if name == "instant" else "strong", backoff, exc)
+                continue
+            if new is None:
+                continue
+            with self.index.transaction() as w:
+                w.set_meta(meta_key(name), new.to_json())
+            fitted.append(name)
+            log.event(
+                "calibrated",
+                tier=name,
+                notes=new.notes,
+                languages=len(new.tops),
+                ms=round((time.perf_counter() - started) * 1000),
+            )
+        return fitted
+
     def strong_coverage(self) -> tuple[int, int]:
         """(chunks the strong tier has embedded, all chunks); (0, 0) with no strong tier.
         Vectors of another strong model count as none."""
@@ -638,6 +689,8 @@ class Indexer:
                         more |= self.summarize_pending(limit=4) >= 4  # LLM calls take seconds
                     self._checkpoint()
                     if not more:  # a change signal meanwhile wakes the loop again
+                        if not self._stop.is_set():
+                            self.calibrate()  # the vectors are in: measure the vault (if due)
                         break
             except Exception as exc:  # a bug must not kill the worker: log it, retry later
                 log.warn(

@@ -17,6 +17,7 @@ class Hit:
     score: float
     updated: str | None
     explain: dict[str, Any] | None = None  # per arm rank and score, and the fused score
+    confidence: str = ""  # "high" | "medium" | "low" | "none": the score in a word
 
 
 @dataclass(frozen=True)

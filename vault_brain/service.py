@@ -17,7 +17,6 @@ import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from vault_brain import log
@@ -105,7 +104,7 @@ class Brain:
         # The strong tier: only beside the configured local model, never beside a model a
         # caller passed in (tests, benches), which is then the only one.
         self.strong: Embedder | None = (
-            make_strong_embedder(settings.embed, ModelCache(_model_cache_dir(settings)))
+            make_strong_embedder(settings.embed, ModelCache.under(settings.embed.cache_dir))
             if embedder == "auto"
             else None
         )
@@ -142,6 +141,11 @@ class Brain:
     def embed_pending(self, *, limit: int | None = None, strong: bool = True) -> int:
         """Vectors of pending chunks, instant tier then (unless `strong` is False) strong."""
         return self.indexer.embed_pending(limit=limit, strong_limit=limit if strong else 0)
+
+    def calibrate(self, *, force: bool = False) -> list[str]:
+        """Measure what "no relation" scores in this vault for each tier whose vectors
+        cover it (search/fit.py), when due; returns the tiers fitted."""
+        return self.indexer.calibrate(force=force)
 
     def embed_strong(self, *, limit: int | None = None) -> int:
         """Vectors of the strong tier only (the slow, multilingual one)."""
@@ -817,11 +821,6 @@ def _ambiguous(ref: str, what: str, infos: Sequence[NoteInfo]) -> InvalidInput:
         f"{named}{more}; give the id or path of the one you mean",
         candidates=[{"id": i.id, "title": i.title, "path": i.path} for i in shown],
     )
-
-
-def _model_cache_dir(settings: Settings) -> Path:
-    """embed.cache_dir's models folder (load_settings fills in the user's cache folder)."""
-    return Path(settings.embed.cache_dir or ".").expanduser() / "models"
 
 
 def _now() -> str:

@@ -25,7 +25,16 @@ def test_search_returns_compact_hits_with_the_agreed_fields(mcp):
     data = mcp.ok("memory_search", {"query": "release checklist"})
     assert set(data) == {"results", "degraded"}
     hit = data["results"][0]
-    assert set(hit) == {"id", "title", "path", "summary", "snippet", "score", "updated"}
+    assert set(hit) == {
+        "id",
+        "title",
+        "path",
+        "summary",
+        "snippet",
+        "score",
+        "confidence",
+        "updated",
+    }
     assert hit["id"] == "rel00001"
 
 

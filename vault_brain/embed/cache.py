@@ -22,6 +22,11 @@ class ModelCache:
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
 
+    @classmethod
+    def under(cls, cache_dir: str) -> ModelCache | None:
+        """The models folder of embed.cache_dir (which load_settings always fills in)."""
+        return cls(Path(cache_dir).expanduser() / "models") if cache_dir else None
+
     def find(self, name: str) -> Path | None:
         """The kept file `name`, or None."""
         path = self.folder / name

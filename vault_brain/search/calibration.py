@@ -11,13 +11,25 @@ evidence mapped onto [0, 1] against what "no relation" looks like, so a cut-off 
   when a vector arm with a measured scale answered too, coverage below TEXT_FLOOR is not
   evidence (the vectors decide); when full text is alone, only TEXT_FLOOR_ALONE is, so
   real answers stay (nonsense matches no word at all and still returns nothing).
-- Vectors: a cosine means something only for a model whose range was measured: for e5
-  (the strong tier) a query's cosine with an unrelated note stays under 0.845 (off-topic
-  and nonsense questions in four languages), while the best note of a real question
-  scores 0.85-0.95; such a model declares `cosine_scale = (floor, span)` (the instant
-  static model declares one too, measured less widely). For any other model the cosine
-  is measured against the query's own noise (the median and robust spread of its cosines
-  over every chunk): evidence starts one spread above the median.
+- Vectors: what an unrelated note's cosine reaches depends on the vault (its size and
+  topics), the model, the CPU's kernel and the question's language (a Korean question about
+  English notes scores lower, right or wrong). So the vault calibrates itself
+  (search/fit.py): a bank of everyday questions no vault is about is asked of it, and a
+  question's best note must beat what those reach in its language: the bank's 90th
+  percentile plus FLOOR_MARGIN on vaults of LARGE_NOTES notes or more; its median on vaults
+  of SMALL_NOTES or fewer, whose few notes, often on everyday topics, give right answers to
+  colloquial questions no higher cosines than everyday questions get (measured: 0.79-0.85
+  against 0.76-0.84); in between, the two blend by the log of the note count. The floor is
+  where evidence reaches LOW (the lowest confidence); VECTOR_SPAN further it reaches 1.
+  Before a vault has a fit, a model's declared `cosine_scale = (floor, span)` stands in
+  (e5's and the instant model's were measured on the team's vaults). For any other model
+  with neither, the cosine is measured against the query's own noise (the median and
+  robust spread of its cosines over every chunk): evidence starts one spread above the
+  median.
+
+Confidence: a calibrated score of HIGH or more is "high", MEDIUM "medium", LOW "low"; a hit
+under LOW is not returned by default (search.min_score), and a reply with none says
+`nothing_relevant`.
 
 The constants are chosen by measurement (bench/quality.py's cut-off tables,
 docs/benchmarks.md).
@@ -37,6 +49,13 @@ TEXT_FLOOR_ALONE = 0.05
 # the median of the query's cosines to 1 at VECTOR_SPAN spreads beyond that.
 VECTOR_START = 1.0
 VECTOR_SPAN = 4.0
+# The confidence levels of a calibrated score (LOW is search.min_score's default).
+LOW, MEDIUM, HIGH = 0.15, 0.4, 0.7
+# A fitted floor (search/fit.py), chosen on the evaluation sets' dev split, worst case over
+# every set (docs/benchmarks.md, "The vault calibrates itself").
+SMALL_NOTES, LARGE_NOTES = 16, 128
+SMALL_QUANTILE, LARGE_QUANTILE, FLOOR_MARGIN = 0.5, 0.9, 0.007
+FITTED_SPAN = 0.08  # cosine from evidence 0 to 1 around a fitted floor (LOW at the floor)
 
 
 def idf_weights(notes: int, counts: Sequence[int]) -> list[float]:
@@ -74,3 +93,40 @@ def vector_evidence(
         return 0.0
     z = (cosine - median) / spread
     return max(0.0, min(1.0, (z - VECTOR_START) / VECTOR_SPAN))
+
+
+def confidence(score: float) -> str:
+    """The plain word for a calibrated score: "high", "medium", "low", or "none" (under
+    the lowest level: shown only when a caller lowers min_score)."""
+    if score >= HIGH:
+        return "high"
+    if score >= MEDIUM:
+        return "medium"
+    if score >= LOW:
+        return "low"
+    return "none"
+
+
+def fitted_floor(tops: Sequence[float], notes: int) -> float:
+    """The cosine a question's best note must reach in a vault of `notes` notes, from the
+    bank's best cosines there in the question's language (see the module's docstring)."""
+    ordered = sorted(tops)
+    if not ordered:
+        return 1.0
+    span = math.log(LARGE_NOTES) - math.log(SMALL_NOTES)
+    t = min(1.0, max(0.0, (math.log(max(notes, 1)) - math.log(SMALL_NOTES)) / span))
+    q = SMALL_QUANTILE + t * (LARGE_QUANTILE - SMALL_QUANTILE)
+    return _quantile(ordered, q) + t * FLOOR_MARGIN
+
+
+def fitted_scale(floor: float) -> tuple[float, float]:
+    """(evidence 0 cosine, span) for vector_evidence, so that the floor gives LOW."""
+    return floor - LOW * FITTED_SPAN, FITTED_SPAN
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    """The q-quantile of sorted values, linear between neighbours (numpy's default)."""
+    pos = q * (len(ordered) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)

@@ -19,7 +19,7 @@ from vault_brain.index.store import Reads
 from vault_brain.index.text import query_terms
 from vault_brain.records import Hit
 from vault_brain.search.base import Arm, ArmResult, NoteHit, Request
-from vault_brain.search.calibration import text_evidence
+from vault_brain.search.calibration import confidence, text_evidence
 from vault_brain.search.fusion import FUSERS
 from vault_brain.search.snippets import make_snippet
 
@@ -113,6 +113,7 @@ class SearchPipeline:
                     round(h.score, 4),
                     info.updated,
                     detail,
+                    confidence(h.score),
                 )
             )
         return out

@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING
 from vault_brain.embed.base import Embedder, embed_queries
 from vault_brain.endpoint import waiting_at_most
 from vault_brain.errors import Unavailable
+from vault_brain.index.analysis import detect_language
 from vault_brain.index.store import TIERS, Reads
 from vault_brain.search.base import ArmResult, Request, collapse
-from vault_brain.search.calibration import vector_evidence
+from vault_brain.search.calibration import fitted_scale, vector_evidence
+from vault_brain.search.fit import stored_fit
 
 if TYPE_CHECKING:
     import numpy as np
@@ -111,7 +113,7 @@ class VectorArm:
             return self._aside("embedding dimension changed; vectors are being rebuilt")
         if not vector.any():
             return ArmResult(self.name, [])  # the model knows none of the query's words
-        scale = getattr(embedder, "cosine_scale", None)
+        scale, calibrated = self._scale(reads, ready.tier, embedder, request.query)
         found = reads.search_vectors(
             embedder.name,
             vector,
@@ -124,13 +126,19 @@ class VectorArm:
         evidence = {
             h.note_rowid: vector_evidence(h.score, found.median, found.spread, scale) for h in hits
         }
-        return ArmResult(
-            self.name,
-            hits,
-            tier=ready.tier,
-            evidence=evidence,
-            calibrated=bool(getattr(embedder, "cosine_scale_measured", False)),
-        )
+        return ArmResult(self.name, hits, tier=ready.tier, evidence=evidence, calibrated=calibrated)
+
+    def _scale(
+        self, reads: Reads, tier: str, embedder: Embedder, query: str
+    ) -> tuple[tuple[float, float] | None, bool]:
+        """(cosine scale, whether it was measured) for this query: the vault's own fit in
+        the query's language (search/fit.py) when the index holds one for this model, else
+        the model's declared scale, else none (the query's noise then decides)."""
+        fit = stored_fit(reads, tier)
+        if fit is not None and fit.model == embedder.name:
+            return fitted_scale(fit.floor(detect_language(query))), True
+        scale = getattr(embedder, "cosine_scale", None)
+        return scale, bool(getattr(embedder, "cosine_scale_measured", False))
 
     def _embed(self, embedder: Embedder, query: str, future: Future | None) -> np.ndarray:
         """The query's vector: in this thread, or from a remote endpoint (begun already or

@@ -130,6 +130,7 @@ def _search(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
             "summary": h.summary,
             "snippet": _cut(h.snippet, SNIPPET_MAX),
             "score": round(float(h.score), 4),
+            "confidence": h.confidence,
             "updated": h.updated,
         }
         for h in found.hits

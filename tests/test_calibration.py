@@ -1,0 +1,177 @@
+"""The vault calibrates itself (search/fit.py): what "no relation" scores is measured on the
+vault, with its model, in the question's language, and search's cut-off follows it. The
+quality of the result is measured in bench/calibration.py; these tests check the mechanism."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import shared_path
+from vault_brain.search.calibration import (
+    FITTED_SPAN,
+    HIGH,
+    LARGE_NOTES,
+    LOW,
+    MEDIUM,
+    SMALL_NOTES,
+    confidence,
+    fitted_floor,
+    fitted_scale,
+    vector_evidence,
+)
+from vault_brain.search.fit import Fit, load_bank, meta_key
+
+NOTES = {
+    "Home/Network.md": "# Home network\n\nThe router is a FritzBox 7590. The 5 GHz band is "
+    "pinned to channel 36; the guest network password hangs on the fridge.\n",
+    "Kitchen/Sourdough.md": "# Sourdough\n\nFeed the starter the evening before, 75 % "
+    "hydration, bake at 250 degrees with the lid on for 20 minutes.\n",
+    "Car/Service.md": "# Car service\n\nThe Golf takes 5W-30 oil. Brake pads replaced in "
+    "March; winter tyres are stored at the garage on Mill Road.\n",
+    "Work/On-call.md": "# On-call rota\n\nPages escalate to the secondary after 15 minutes "
+    "without an acknowledgement. Swap weeks in the rota sheet.\n",
+}
+
+
+def test_the_bank_asks_in_many_languages_with_enough_questions_each():
+    bank = load_bank()
+    assert len(bank) >= 10
+    assert all(len(questions) >= 30 for questions in bank.values()), {
+        lang: len(qs) for lang, qs in bank.items()
+    }
+    assert len({q for qs in bank.values() for q in qs}) == sum(len(qs) for qs in bank.values())
+
+
+def test_a_fit_round_trips_through_json_and_a_damaged_one_is_none():
+    fit = Fit("m", 40, {"en": (0.8, 0.81, 0.83), "ru": (0.79, 0.8)}, fitted_at=5.0)
+    assert Fit.from_json(fit.to_json()) == fit
+    assert Fit.from_json("{not json") is None
+    assert Fit.from_json(json.dumps({"model": "m"})) is None
+    assert Fit.from_json(None) is None
+
+
+def test_a_fit_is_redone_for_another_model_or_a_tenth_more_or_fewer_notes():
+    fit = Fit("e5", 200, {"en": (0.8,)})
+    assert not fit.due("e5", 200)
+    assert not fit.due("e5", 215)  # 7.5 %: not yet
+    assert fit.due("e5", 221) and fit.due("e5", 179)
+    assert fit.due("other-model", 200)
+    assert not Fit("e5", 8, {"en": (0.8,)}).due("e5", 10)  # 2 notes: too few to matter
+
+
+def test_a_small_vault_cuts_lower_than_a_large_one_on_the_same_bank_scores():
+    tops = [0.76 + 0.002 * i for i in range(40)]
+    small, middle, large = (fitted_floor(tops, n) for n in (8, 45, 5000))
+    assert small == pytest.approx(sorted(tops)[19] + 0.001, abs=0.0011)  # the median
+    assert small < middle < large
+    assert fitted_floor(tops, SMALL_NOTES) == small
+    assert fitted_floor(tops, LARGE_NOTES) == large
+
+
+def test_the_floor_of_a_language_not_in_the_bank_comes_from_its_script_then_from_all():
+    fit = Fit("m", 500, {"en": (0.80,) * 5, "de": (0.82,) * 5, "ru": (0.70,) * 5})
+    assert fit.floor("en") < fit.floor("de")
+    assert fit.floor("nl") == pytest.approx((fit.floor("en") + fit.floor("de")) / 2)
+    assert fit.floor("uk") == fit.floor("ru")  # Cyrillic
+    assert fit.floor("th") == pytest.approx(fit.floor("en"))  # no Thai script: all (median)
+
+
+def test_the_floor_gives_the_lowest_confidence_and_the_span_reaches_high():
+    scale = fitted_scale(0.85)
+    assert vector_evidence(0.85, 0, 0, scale) == pytest.approx(LOW)
+    assert vector_evidence(0.85 - LOW * FITTED_SPAN, 0, 0, scale) == pytest.approx(0.0)
+    assert confidence(vector_evidence(0.849, 0, 0, scale)) == "none"
+    assert confidence(vector_evidence(0.86, 0, 0, scale)) == "low"
+    assert confidence(vector_evidence(0.875, 0, 0, scale)) == "medium"
+    assert confidence(vector_evidence(0.9, 0, 0, scale)) == "high"
+    assert [confidence(s) for s in (HIGH, MEDIUM, LOW, 0.0)] == ["high", "medium", "low", "none"]
+
+
+@pytest.fixture
+def instant(vault, make_brain):
+    """A vault on the instant static model (fast): what the fit does, not how well."""
+    model = str(shared_path("models", "minilm-static-256"))
+    for rel, text in NOTES.items():
+        vault.write(rel, text)
+    return make_brain(embed={"provider": "local", "model": model}), vault
+
+
+def _stored(brain, tier: str) -> Fit | None:
+    with brain.index.read() as r:
+        return Fit.from_json(r.get_meta(meta_key(tier)))
+
+
+def test_calibrating_measures_the_bank_in_the_vault_and_keeps_it_in_the_index(instant):
+    brain, _ = instant
+    assert _stored(brain, "instant") is None
+    assert brain.calibrate() == ["instant"]
+    fit = _stored(brain, "instant")
+    bank = load_bank()
+    assert fit.model == brain.embedder.name and fit.notes == len(NOTES)
+    assert set(fit.tops) <= set(bank) and len(fit.tops) >= 8
+    assert all(all(-1.0 <= t <= 1.0 for t in tops) for tops in fit.tops.values())
+    assert brain.calibrate() == []  # not due again
+
+
+def test_a_vault_that_grew_by_a_tenth_is_calibrated_again(instant):
+    brain, vault = instant
+    brain.calibrate()
+    for n in range(3):
+        vault.write(f"More/Note {n}.md", f"# Note {n}\n\nAbout kayaks and paddles, part {n}.\n")
+    brain.sync()
+    brain.embed_pending()
+    assert brain.calibrate() == []  # 3 of 4 notes more, but under REFIT_MIN_NOTES
+    for n in range(3, 8):
+        vault.write(f"More/Note {n}.md", f"# Note {n}\n\nAbout kayaks and paddles, part {n}.\n")
+    brain.sync()
+    brain.embed_pending()
+    assert brain.calibrate() == ["instant"]
+    assert _stored(brain, "instant").notes == len(NOTES) + 8
+
+
+def test_search_scores_vectors_against_the_fitted_floor_of_the_questions_language(instant):
+    brain, _ = instant
+    brain.calibrate()
+    floor = _stored(brain, "instant").floor("en")
+    found = brain.search(
+        "which channel is the 5 GHz band on", mode="vector", min_score=0.0, explain=True
+    )
+    assert found.hits[0].path == "Home/Network.md"
+    evidence = [
+        max(0.0, min(1.0, (h.explain["vector"]["score"] - floor) / FITTED_SPAN + LOW))
+        for h in found.hits
+    ]
+    for i, hit in enumerate(found.hits):
+        # A hit scores its own evidence, or more when a hit below it scored more (scores
+        # never rise down the list).
+        assert hit.score == pytest.approx(max(evidence[i:]), abs=1e-4)
+
+
+def test_hits_say_their_confidence_and_nothing_relevant_means_none_reached_low(instant):
+    brain, _ = instant
+    brain.calibrate()
+    for query in ("pinned wifi channel", "xyzzyplugh frobnicate", "oil for the Golf"):
+        every = brain.search(query, min_score=0.0)
+        kept = brain.search(query)
+        assert [h.path for h in kept.hits] == [h.path for h in every.hits if h.score >= LOW]
+        assert kept.nothing_relevant == (not any(h.score >= LOW for h in every.hits))
+        for hit in every.hits:
+            assert hit.confidence == confidence(hit.score)
+
+
+def test_the_bank_vectors_are_computed_once_per_model_and_machine(vault, make_brain, tmp_path):
+    model = str(shared_path("models", "minilm-static-256"))
+    for rel, text in NOTES.items():
+        vault.write(rel, text)
+    cache = tmp_path / "cache"
+    brain = make_brain(embed={"provider": "local", "model": model, "cache_dir": str(cache)})
+    brain.calibrate()
+    (kept,) = cache.glob("models/bank-*.npy")
+    first = kept.stat().st_mtime_ns
+    assert brain.calibrate(force=True) == ["instant"]
+    assert kept.stat().st_mtime_ns == first  # read back, not embedded and written again
+    kept.write_bytes(b"damaged")
+    assert brain.calibrate(force=True) == ["instant"]  # a damaged file is embedded anew
+    assert kept.read_bytes() != b"damaged"

@@ -1,0 +1,165 @@
+"""The vault calibrates itself: how high a note's cosine must be before it counts as an
+answer is measured on this vault, with this model, on this CPU, in the question's language.
+
+A bank of questions no vault is about in particular (search/data/background.tsv: everyday
+life, trivia, money, health, 40 a language in 11 languages) is asked of the vault once its
+vectors are in; the best cosine each gets is what "no relation" reaches here. Measured on
+the evaluation sets (docs/benchmarks.md): a fixed cosine floor empties right answers on small
+and cross-language vaults and lets off-topic questions through on others, because what
+unrelated text scores depends on the vault (its size, its topics), the model and the
+question's language (a Korean question about English notes scores lower, right or wrong).
+
+The fit keeps the bank's scores, not a threshold: search/calibration.py turns them into
+the floor of a question's language at search time. It is redone when the vault has grown
+or shrunk by a tenth, or the model changed (Fit.due)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vault_brain.embed.base import Embedder, embed_queries
+from vault_brain.index.analysis import script_of_language
+from vault_brain.index.records import Filters
+from vault_brain.index.store import TIERS
+from vault_brain.search.calibration import fitted_floor
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from vault_brain.embed.e5 import Cache
+
+BANK_FILE = Path(__file__).parent / "data" / "background.tsv"
+REFIT_SHARE = 0.1  # a tenth more or fewer notes than at the fit: fit again
+REFIT_MIN_NOTES = 5
+NO_FILTERS = Filters()
+
+
+def meta_key(tier: str) -> str:
+    return f"calibration:{tier}"
+
+
+def load_bank(path: Path = BANK_FILE) -> dict[str, list[str]]:
+    """language -> questions, from the shipped bank."""
+    bank: dict[str, list[str]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        lang, _, question = line.partition("\t")
+        if question.strip():
+            bank.setdefault(lang.strip(), []).append(question.strip())
+    return bank
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One tier's calibration on one vault: the bank's best cosines per language."""
+
+    model: str
+    notes: int
+    tops: dict[str, tuple[float, ...]]
+    fitted_at: float = field(default_factory=time.time)
+
+    def floor(self, lang: str) -> float:
+        """The cosine a question in `lang` must reach here: from the bank's questions in
+        that language; else from those in the languages of its script (the median of their
+        floors); else from every language's."""
+        if lang in self.tops:
+            return fitted_floor(self.tops[lang], self.notes)
+        script = script_of_language(lang)
+        same = [k for k in self.tops if script_of_language(k) == script] or list(self.tops)
+        return statistics.median(fitted_floor(self.tops[k], self.notes) for k in same)
+
+    def due(self, model: str, notes: int) -> bool:
+        """A new fit is needed: another model, or the vault changed size by a tenth."""
+        if model != self.model:
+            return True
+        change = abs(notes - self.notes)
+        return change >= REFIT_MIN_NOTES and change >= REFIT_SHARE * max(self.notes, 1)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "model": self.model,
+                "notes": self.notes,
+                "fitted_at": round(self.fitted_at, 3),
+                "tops": {k: [round(x, 5) for x in v] for k, v in sorted(self.tops.items())},
+            }
+        )
+
+    @classmethod
+    def from_json(cls, raw: str | None) -> Fit | None:
+        if not raw:
+            return None
+        try:
+            data = json.loads(raw)
+            tops = {str(k): tuple(sorted(float(x) for x in v)) for k, v in data["tops"].items()}
+            return cls(str(data["model"]), int(data["notes"]), tops, float(data["fitted_at"]))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None
+
+
+def fit_tier(index: Any, embedder: Embedder, tier: str, cache: Cache | None = None) -> Fit | None:
+    """Ask the bank of the vault's `tier` vectors (embedded by `embedder`): the best
+    cosine of each question, per language. None when the tier holds no vectors of this
+    model (nothing to measure yet). The questions are embedded outside any read, once per
+    model on this machine when a `cache` (embed/cache.py) keeps their vectors."""
+    bank = load_bank()
+    with index.read() as r:
+        held = r.vectors_model(TIERS[tier])
+        notes = r.note_count()
+    if held is None or held[0] != embedder.name or notes == 0:
+        return None
+    questions = [q for qs in bank.values() for q in qs]
+    vectors = _bank_vectors(embedder, questions, cache)
+    tops: dict[str, list[float]] = {}
+    at = 0
+    with index.read() as r:
+        for lang, qs in bank.items():
+            for vector in vectors[at : at + len(qs)]:
+                if not vector.any():
+                    continue  # a model that knows none of the words: no cosine to learn from
+                found = r.search_vectors(
+                    embedder.name, vector, NO_FILTERS, 1, TIERS[tier], noise=False
+                )
+                if found.hits:
+                    tops.setdefault(lang, []).append(found.hits[0].score)
+            at += len(qs)
+    if not tops:
+        return None
+    return Fit(embedder.name, notes, {k: tuple(sorted(v)) for k, v in tops.items()})
+
+
+def _bank_vectors(embedder: Embedder, questions: list[str], cache: Cache | None) -> np.ndarray:
+    """The bank's query vectors by this model: from the cache when it holds them (the
+    same model and the same questions), else embedded and kept there."""
+    import numpy as np
+
+    key = hashlib.sha256("\n".join([embedder.name, *questions]).encode()).hexdigest()[:16]
+    name = f"bank-{key}.npy"
+    kept = cache.find(name) if cache is not None else None
+    if kept is not None:
+        try:
+            vectors = np.load(kept, allow_pickle=False)
+            if vectors.shape[0] == len(questions) and vectors.dtype == np.float32:
+                return vectors
+        except (OSError, ValueError):
+            pass  # a damaged file: embed again
+    vectors = np.asarray(embed_queries(embedder, questions), dtype=np.float32)
+    if cache is not None:
+        out = io.BytesIO()
+        np.save(out, vectors, allow_pickle=False)
+        cache.keep(name, out.getvalue())
+    return vectors
+
+
+def stored_fit(reads: Any, tier: str) -> Fit | None:
+    """The fit kept in the index for `tier`, remembered on a reader connection until the
+    index changes."""
+    return reads.per_version(meta_key(tier), lambda: Fit.from_json(reads.get_meta(meta_key(tier))))
