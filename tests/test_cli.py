@@ -379,7 +379,9 @@ def test_a_deleted_note_can_be_restored_from_its_history_by_path(vault):
     listed = json.loads(
         run("history", "Gone.md", "--json", "--vault", str(vault.root), env=env).stdout
     )
-    name = listed["versions"][0]["name"]
+    # Newest first: what the delete removed, then what the update replaced.
+    assert len(listed["versions"]) == 2
+    name = listed["versions"][1]["name"]
     assert run("restore", "Gone.md", name, "--vault", str(vault.root), env=env).returncode == 0
     assert "first words" in vault.read("Gone.md")
 
@@ -399,3 +401,12 @@ def test_search_says_nothing_relevant_and_min_score_zero_shows_the_weak_matches(
     assert cut["results"] == [] and cut["nothing_relevant"] is True
     r = run("search", weak, "--vault", vault, "--min-score", "1.5", env=env)
     assert r.returncode == 2 and "min-score" in r.stderr.lower()
+
+
+def test_get_by_a_title_two_notes_share_names_both_and_prints_neither(vault):
+    vault.write("Work/Ideas.md", "---\nid: work0001\n---\n# Ideas\n\nfor work\n")
+    vault.write("Home/Ideas.md", "---\nid: home0001\n---\n# Ideas\n\nfor home\n")
+    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none", "VAULT_BRAIN_EMBED_STRONG": "none"}
+    r = run("get", "Ideas", "--vault", str(vault.root), env=env)
+    assert r.returncode != 0 and r.stdout == ""
+    assert "work0001" in r.stderr and "Home/Ideas.md" in r.stderr

@@ -40,7 +40,7 @@ def test_a_path_wins_over_an_id_that_looks_like_a_path(brain, vault):
     brain.sync()
     view = brain.get("Budget.md")
     assert view.path == "Budget.md"
-    trashed = brain.delete("Budget.md", view.version)
+    trashed = brain.delete("Budget.md", view.version).trashed_to
     assert trashed == ".trash/Budget.md"
     assert (vault.root / "Other.md").exists()
 

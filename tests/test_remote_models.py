@@ -4,13 +4,17 @@ outages and recovery, timeouts, model switches, summaries and their write-back."
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 
 import pytest
 from starlette.testclient import TestClient
 
-from tests.fakes.llm_server import closed_port_url
+from tests.fakes.llm_server import FakeLLMServer, closed_port_url
 from tests.waiting import HANG_SECONDS, wait_until
 from vault_brain.indexer import BACKOFF_CAP, BACKOFF_START, Backoff
 from vault_brain.server.app import BrainHandle
@@ -510,3 +514,49 @@ def test_an_edit_to_the_body_still_asks_for_a_new_summary(vault, llm_server, ope
     vault.write("Garden.md", NOTES["Garden.md"] + "\nAlso basil.\n")
     brain.sync()
     assert brain.status().pending_summaries == 1
+
+
+# ---- a CLI search never waits out a hung endpoint (issue 25, item 14) ----
+
+
+def cli_search(vault, env: dict) -> subprocess.CompletedProcess:
+    """`vault-brain search` in a child; its timeout is a hang guard only (the endpoint
+    would hold it for the configured 600 s), never a measure of speed."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_BRAIN_")}
+    return subprocess.run(
+        [sys.executable, "-m", "vault_brain", "search", "tomatoes", "--json"]
+        + ["--vault", str(vault.root)],
+        env={**full, **env},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+@pytest.mark.parametrize("pending", [False, True], ids=["query-only", "with-new-chunks"])
+def test_a_cli_search_against_a_hung_endpoint_answers_from_full_text(notes, pending):
+    with FakeLLMServer() as hung:
+        env = {
+            "VAULT_BRAIN_EMBED_PROVIDER": "ollama",
+            "VAULT_BRAIN_EMBED_BASE_URL": hung.url,
+            "VAULT_BRAIN_EMBED_MODEL": "fake",
+            "VAULT_BRAIN_EMBED_TIMEOUT_SECONDS": "600",  # a slow local server's setting
+        }
+        full = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_BRAIN_")}
+        done = subprocess.run(
+            [sys.executable, "-m", "vault_brain", "index", "--vault", str(notes.root)],
+            env={**full, **env},
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert done.returncode == 0, done.stderr
+        if pending:
+            notes.write("New.md", "# New\n\nTomatoes again, in a new note.\n")
+        hung.behaviour.delay_seconds = 3600  # the endpoint stops answering
+        result = cli_search(notes, env)
+        assert result.returncode == 0, result.stderr
+        out = json.loads(result.stdout)
+        assert out["degraded"] is True
+        paths = {hit["path"] for hit in out["results"]}
+        assert paths == ({"Garden.md", "New.md"} if pending else {"Garden.md"})

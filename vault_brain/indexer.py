@@ -32,9 +32,10 @@ from vault_brain.backlog import Backlog, BacklogProgress
 from vault_brain.config import Settings
 from vault_brain.embed.base import Embedder
 from vault_brain.embed.cache import ModelCache
+from vault_brain.endpoint import waiting_at_most
 from vault_brain.errors import Unavailable
 from vault_brain.index.db import IndexDamaged, SqliteIndex
-from vault_brain.index.store import TIERS
+from vault_brain.index.store import TIERS, Writes
 from vault_brain.index.sync import Progress, Syncer, SyncProgress, SyncReport
 from vault_brain.lock import (
     INDEX,
@@ -71,6 +72,10 @@ FIRST_PASS_WAIT_FILES = 2_000
 ONE_SHOT_STRONG_CHUNKS = 64
 ONE_SHOT_INSTANT_CHUNKS = 2_000  # ~1 s of the static model
 REFRESH_WAIT_SECONDS = 30.0  # an explicit pass waits this long for a read's catch-up pass
+# How long a read's catch-up waits for a remote embedding endpoint, per request: what a
+# query embedding gets (search/semantic.py), so a hung server costs a CLI search 2 s, not
+# the endpoint's timeout (30 s by default).
+READ_WAIT_SECONDS = 2.0
 # The share of chunks a tier must have vectors for before the vault is calibrated on it
 # (search/fit.py): the strong tier answers from this share on (search/semantic.py).
 CALIBRATE_COVERAGE = 0.99
@@ -292,16 +297,39 @@ class Indexer:
             return False
         except IndexDamaged as exc:
             log.warn("index_damaged", part="full text", error=log.cut(exc.message, 200))
-        with self.index.transaction() as w:
-            w.reset_text_index()
+        try:
+            with self.index.transaction() as w:
+                w.reset_text_index()
+                self._rebuilding(w)
+        except IndexDamaged:
+            # The tables' own pages are damaged: DROP, which walks them, cannot free them.
+            with self.index.transaction() as w:
+                w.forget_text_index()
+                self._rebuilding(w)
         return True
 
-    def damaged(self) -> None:
-        """A read met damage: check (and rebuild) on the next full pass, soon if live."""
+    def _rebuilding(self, w: Writes) -> None:
+        """Until the pass that refills the emptied full text ends, searches say `indexing`
+        (with the emptying, in its transaction): a partial answer is never taken whole."""
+        w.set_meta("indexing", json.dumps({"done": 0, "total": w.note_count()}))
+
+    def damaged(self) -> bool:
+        """A read met damage. Where this process may index now (no watcher here or in another
+        process: a CLI command), rebuild at once and return True, so the read can run again;
+        else the indexer's next pass does (soon when this process runs the watcher)."""
         self._checked = False
         watcher = self._watcher
         if watcher is not None:
             watcher.request_reconcile("index_damaged")
+            return False
+        if self._role != "stopped":
+            return False  # a reader: the process holding the lock rebuilds
+        try:
+            self.sync()
+        except Unavailable as exc:
+            log.warn("index_repair_deferred", error=log.cut(exc.message, 200))
+            return False
+        return True
 
     def sync_paths(self, paths: Iterable[str]) -> SyncReport:
         """Re-check these paths (vault-relative or absolute; files or folders, present or
@@ -355,9 +383,11 @@ class Indexer:
             try:
                 self._full_pass()
                 if vectors:
-                    self.embed_pending(
-                        limit=ONE_SHOT_INSTANT_CHUNKS, strong_limit=self._strong_top_up()
-                    )
+                    # A read waits for a remote model as long as a query embedding does.
+                    with waiting_at_most(READ_WAIT_SECONDS):
+                        self.embed_pending(
+                            limit=ONE_SHOT_INSTANT_CHUNKS, strong_limit=self._strong_top_up()
+                        )
             except Unavailable as exc:
                 # A read still answers from the index as it is (read-only, full disk).
                 log.warn("index_refresh_failed", error=log.cut(exc.message, 200))

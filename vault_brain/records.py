@@ -96,6 +96,13 @@ class SaveResult:
 
 
 @dataclass(frozen=True)
+class Trashed:
+    id: str  # the note's id (whatever name the caller gave)
+    path: str  # where the note was
+    trashed_to: str  # where it is now, in the vault's .trash/
+
+
+@dataclass(frozen=True)
 class Status:
     vault: str
     index_path: str

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from vault_brain import log
-from vault_brain.errors import Unavailable
+from vault_brain.errors import Unavailable, disk_full
 from vault_brain.index.schema import SCHEMA, SCHEMA_VERSION
 from vault_brain.index.store import Reads, Writes
 
@@ -167,11 +167,17 @@ def is_damage(exc: BaseException) -> bool:
     return "malformed" in text or "not a database" in text or "corrupt" in text
 
 
+def is_full(exc: BaseException) -> bool:
+    return "database or disk is full" in str(exc).lower()
+
+
 def index_error(exc: BaseException, path: Path, doing: str) -> Unavailable:
     """What a SQLite failure means to a user, with the real cause (a full disk, a read-only
     or immutable file, damage), never a traceback."""
     if is_damage(exc):
         return IndexDamaged(f"the index {path} is damaged ({exc}); it is being rebuilt")
+    if is_full(exc):
+        return disk_full(f"the index {path}", written=f"the index cannot be {doing}")
     return Unavailable(f"the index {path} cannot be {doing}: {exc}")
 
 
@@ -313,6 +319,7 @@ class SqliteIndex:
         self.one_shot = one_shot
         self._conn = open_index(self.path)
         self._write_lock = threading.Lock()
+        self._wal_overgrown = False  # a write failed on a full disk: see transaction()
         self._matrices: dict[str, Any] = {}
         self._pool = ReaderPool(lambda: connect(self.path), readers)
         self._closed = False
@@ -368,7 +375,15 @@ class SqliteIndex:
                     _rollback(conn)
                     raise
             except errors as exc:
+                if is_full(exc):
+                    self._wal_overgrown = True
                 raise index_error(exc, self.path, "written") from exc
+            if self._wal_overgrown:
+                # A transaction that failed on a full disk had grown the WAL into the last
+                # free bytes, and SQLite keeps a WAL's size, so that space stayed taken
+                # after the person freed some: the next write (a kept version, a note)
+                # failed again. Now that a write went through, give it back.
+                self._wal_overgrown = not _give_back_wal(conn)
 
     def checkpoints_elsewhere(self, yes: bool = True) -> None:
         """Say that a background thread calls `checkpoint()` after writes: a commit then
@@ -408,6 +423,20 @@ class SqliteIndex:
                 self._conn.close()
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
+
+
+def _give_back_wal(conn: Connection) -> bool:
+    """Copy the WAL into the database and truncate it, if no reader needs it right now (no
+    waiting: best effort). Whether it did."""
+    try:
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        finally:
+            conn.execute("PRAGMA busy_timeout = 30000")
+    except binding_errors():
+        return False
+    return True
 
 
 def _rollback(conn: Connection) -> None:

@@ -161,9 +161,6 @@ def _search_reply(found: Any, hits: list[Any], omitted: int) -> dict[str, Any]:
     if found.indexing is not None:
         # The first pass over the vault is still running: these answers may be incomplete.
         reply["indexing"] = {"done": found.indexing.done, "total": found.indexing.total}
-    if found.strong is not None:
-        # The multilingual tier is still embedding: the instant one answered meanwhile.
-        reply["strong_vectors"] = {"done": found.strong.done, "total": found.strong.total}
     return reply
 
 
@@ -237,8 +234,8 @@ def _update(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
 
 
 def _delete(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
-    trashed_to = brain.delete(a["id"], a["version"])
-    return {"id": a["id"], "trashed_to": trashed_to}, 1
+    done = brain.delete(a["id"], a["version"])
+    return {"id": done.id, "trashed_to": done.trashed_to}, 1
 
 
 # ---- the specs ----
