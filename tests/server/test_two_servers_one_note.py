@@ -7,7 +7,12 @@ import os
 import threading
 from pathlib import Path
 
+import pytest
+
 from .harness import McpClient, stdio_client_for, write_vault
+
+# A race loop of two servers: the slow tail.
+pytestmark = pytest.mark.slow
 
 # VB_RACE_SCALE=5 runs five times the rounds (for the figures in a report).
 RACE_SCALE = float(os.environ.get("VB_RACE_SCALE", "1"))
