@@ -118,14 +118,14 @@ def test_index_writes_that_failed_for_lack_of_space_give_back_what_they_took(tmp
     """A write transaction that fails on a full disk has already grown the WAL into the
     last free bytes, and SQLite keeps a WAL's size: that space stayed taken after the
     person freed some, and the next update failed again."""
-    vault = tmp_path / "vault"
-    with small_disk(vault / ".vault-brain"):
-        brain = brain_over(vault)
+    vault, folder = tmp_path / "vault", tmp_path / "index"
+    with small_disk(folder):
+        brain = brain_over(vault, index={"path": str(folder / "index.db")})
         try:
             brain.save("Kiln", "first text")
-            wal = vault / ".vault-brain" / "index.db-wal"
+            wal = folder / "index.db-wal"
             held = wal.stat().st_size
-            filler = fill(vault / ".vault-brain", leave=300_000)
+            filler = fill(folder, leave=300_000)
             for n in range(20):  # the files land; their index writes fail
                 result = brain.save(f"Note {n}", f"note {n} " + "lorem ipsum dolor " * 400)
                 assert result.path in notes_in(vault)

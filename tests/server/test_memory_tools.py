@@ -110,7 +110,7 @@ def test_get_returns_the_whole_note_with_version_and_links(mcp):
     data = mcp.ok("memory_get", {"id": "rel00001"})
     assert set(data) == {
         "id", "title", "path", "summary", "tags", "aliases", "created", "updated",
-        "version", "content", "links_out", "backlinks",
+        "version", "content", "links_out", "backlinks", "related",
     }  # fmt: skip
     assert data["tags"] == ["process", "release"]
     assert "Freeze the branch" in data["content"]

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from vault_brain.config import load_settings
 from vault_brain.errors import Unavailable
 from vault_brain.index.sqlite.db import connect
 
@@ -179,9 +180,10 @@ def test_cli_searches_and_index_recover_from_damaged_full_text_pages(vault):
     assert cli("index", "--vault", str(vault.root)).returncode == 0
     want = cli_answers(vault.root)
     assert all(code == 0 and paths for code, paths in want)
-    damage_pages(vault.root / ".vault-brain" / "index.db")
+    index = load_settings(vault=str(vault.root)).index_path  # where the CLI keeps it
+    damage_pages(index)
     assert cli_answers(vault.root) == want  # the first search rebuilt, every one answered
-    damage_pages(vault.root / ".vault-brain" / "index.db")
+    damage_pages(index)
     done = cli("index", "--vault", str(vault.root))
     assert done.returncode == 0, done.stderr
     assert cli_answers(vault.root) == want
