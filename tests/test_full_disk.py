@@ -119,6 +119,7 @@ def test_index_writes_that_failed_for_lack_of_space_give_back_what_they_took(tmp
     last free bytes, and SQLite keeps a WAL's size: that space stayed taken after the
     person freed some, and the next update failed again."""
     vault, folder = tmp_path / "vault", tmp_path / "index"
+    vault.mkdir()
     with small_disk(folder):
         brain = brain_over(vault, index={"path": str(folder / "index.db")})
         try:
