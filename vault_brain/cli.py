@@ -338,7 +338,8 @@ def search(
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Search the vault (syncs first when no watcher is keeping the index fresh)."""
+    """Search the vault: a running watch or serve answers it (its models are loaded), else
+    this process does, syncing first when no watcher keeps the index fresh."""
     if mode is not None and mode not in MODES:
         raise _fail(f"--mode must be one of {', '.join(MODES)}, not {mode!r}", 2)
     settings = _settings(vault, config)
