@@ -553,7 +553,7 @@ def test_a_cli_search_against_a_hung_endpoint_answers_from_full_text(notes, pend
         assert done.returncode == 0, done.stderr
         if pending:
             notes.write("New.md", "# New\n\nTomatoes again, in a new note.\n")
-        hung.behaviour.delay_seconds = 3600  # the endpoint stops answering
+        hung.behaviour.hold = True  # the endpoint stops answering
         result = cli_search(notes, env)
         assert result.returncode == 0, result.stderr
         out = json.loads(result.stdout)
