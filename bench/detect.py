@@ -34,7 +34,7 @@ def expected(locale: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from vault_brain.index.analysis import frontmatter_language, note_language
+    from vault_brain.text.analysis import frontmatter_language, note_language
     from vault_brain.vault.note import parse_note
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -14,6 +14,8 @@ from vault_brain.service import Brain
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("VAULT_BRAIN_SHARED", REPO.parent / "shared"))
+# The index backends the seam, search and sync tests run on (index/factory.py opens each).
+BACKENDS = ("sqlite",)
 
 
 def shared_path(*parts: str) -> Path:
@@ -53,12 +55,47 @@ def vault(tmp_path: Path) -> Vault:
     return Vault(root)
 
 
+# --- index backends -----------------------------------------------------------------------
+
+
 @pytest.fixture
-def make_settings(vault: Vault) -> Callable[..., Settings]:
+def backend() -> str:
+    """The index backend a test's brains use: SQLite, unless its module runs on every
+    backend (`backend = every_backend()` at the module's top)."""
+    return "sqlite"
+
+
+def every_backend() -> Callable[..., str]:
+    """A `backend` fixture that runs each test of a module once per backend in BACKENDS;
+    tests that build no brain run once."""
+
+    @pytest.fixture(params=BACKENDS)
+    def backend(request: pytest.FixtureRequest) -> str:
+        return request.param
+
+    return backend
+
+
+@pytest.fixture
+def index_settings(backend: str, tmp_path: Path) -> Callable[[str], dict]:
+    """The `[index]` settings of an index of the backend: the vault's own ("") or another
+    one by name (a fresh index beside it, to compare a rebuild with)."""
+
+    def make(name: str = "") -> dict:
+        if backend == "sqlite":
+            return {"path": str(tmp_path / "indexes" / f"{name}.db")} if name else {}
+        raise ValueError(f"no test setup for the {backend!r} backend")
+
+    return make
+
+
+@pytest.fixture
+def make_settings(vault: Vault, index_settings: Callable[[str], dict]) -> Callable[..., Settings]:
     def make(**sections: dict) -> Settings:
         sections.setdefault("embed", {"provider": "none"})
         # The strong (e5) tier only where a test asks for it: it costs a model load.
         sections["embed"] = {"strong": "none", **sections["embed"]}
+        sections["index"] = {**index_settings(), **sections.get("index", {})}
         return load_settings(vault=str(vault.root), env={}, overrides=sections)
 
     return make

@@ -180,6 +180,30 @@ def test_an_index_path_outside_the_vault_is_refused_and_inside_its_folder_is_not
     assert load_settings(vault=str(vault), env=user_env(tmp_path)).index_path == inside
 
 
+def test_an_index_url_outside_the_vault_or_naming_a_server_is_refused(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for url, why in [
+        (str(tmp_path / "elsewhere.db"), "outside the vault's .vault-brain folder"),
+        ("postgresql://attacker.example/notes", "sends your notes' text to the index server"),
+    ]:
+        vault_config(vault, f'[index]\nurl = "{url}"\n')
+        with pytest.raises(ConfigError, match="index.url") as err:
+            load_settings(vault=str(vault), env=user_env(tmp_path))
+        assert why in str(err.value)
+    inside = vault.resolve() / ".vault-brain" / "other.db"
+    vault_config(vault, f'[index]\nurl = "{inside}"\n')
+    settings = load_settings(vault=str(vault), env=user_env(tmp_path))
+    assert settings.index_path == inside and settings.index_location == str(inside)
+
+
+def test_a_server_index_url_has_no_index_file(tmp_path):
+    env = {"VAULT_BRAIN_INDEX_URL": "postgresql://team-host/brain"}
+    settings = load_settings(vault=str(tmp_path), env=env)
+    assert settings.index_path is None
+    assert settings.index_location == "postgresql://team-host/brain"
+
+
 def test_the_same_settings_from_the_users_own_config_are_accepted(tmp_path):
     vault = tmp_path / "vault"
     vault.mkdir()

@@ -1,9 +1,11 @@
-"""The house rules, enforced: server/ and cli.py go through service.py; only index/ speaks
-SQL; only vault/ writes into the vault."""
+"""The house rules, enforced: server/ and cli.py go through service.py; only index/'s
+backends speak SQL, and the rest sees the index through its port; only vault/ writes into
+the vault; leaves import nothing above them."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "vault_brain"
@@ -36,9 +38,13 @@ def test_cli_and_server_reach_the_index_and_vault_only_through_service():
         assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
 
 
-def test_only_index_imports_a_sqlite_binding():
+def _in_sqlite_backend(path: Path) -> bool:
+    return path.relative_to(PKG).parts[:2] == ("index", "sqlite")
+
+
+def test_only_the_sqlite_backend_imports_a_sqlite_binding():
     for path in _modules(""):
-        if "index" in path.relative_to(PKG).parts:
+        if _in_sqlite_backend(path):
             continue
         bad = {
             m
@@ -48,13 +54,114 @@ def test_only_index_imports_a_sqlite_binding():
         assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
 
 
+BACKEND_NAMES = re.compile(r"\b(sqlite3|sqlean|sqlite_vec|apsw|SqliteIndex)\b")
+
+
+def test_nothing_outside_the_sqlite_backend_names_it():
+    """Not even in a docstring or a lazy import: the rest of the code knows an index."""
+    for path in _modules(""):
+        if _in_sqlite_backend(path):
+            continue
+        found = sorted(set(BACKEND_NAMES.findall(path.read_text())))
+        assert not found, f"{path.relative_to(PKG)} names {found}"
+
+
+# SQL a statement starts with, and SQLite's own chores by name: none of it outside the backend.
+SQL = re.compile(
+    r"\b(SELECT\s+[\w*(].*\bFROM|INSERT\s+(OR\s+\w+\s+)?INTO|DELETE\s+FROM|UPDATE\s+\w+\s+SET"
+    r"|CREATE\s+(VIRTUAL\s+)?TABLE|DROP\s+TABLE|BEGIN\s+IMMEDIATE|PRAGMA|wal_checkpoint"
+    r"|integrity-check|sqlite_schema|bm25\()",
+)
+
+
+def test_nothing_outside_the_sqlite_backend_speaks_sql():
+    """A WAL checkpoint, an FTS5 repair or a full disk's cleanup added anywhere else belongs
+    behind the port (Index.maintain, Index.repair, a role's named question)."""
+    for path in _modules(""):
+        if _in_sqlite_backend(path):
+            continue
+        found = [m.group(0) for m in SQL.finditer(path.read_text())]
+        assert not found, f"{path.relative_to(PKG)} speaks SQL: {found[:3]}"
+
+
+def _uses(path: Path, module: str) -> bool:
+    return any(m == module or m.startswith(module + ".") for m in _imports(path))
+
+
+def test_only_the_factory_opens_a_backend():
+    """A backend is a package under index/ that index/factory.py alone opens (by name):
+    a new one is a new folder and one line there, and no other file changes."""
+    for path in _modules(""):
+        rel = path.relative_to(PKG)
+        if rel.parts[:2] == ("index", "sqlite"):
+            continue
+        assert not _uses(path, "vault_brain.index.sqlite"), f"{rel} imports index/sqlite/"
+    for path in _modules(""):
+        rel = path.relative_to(PKG).as_posix()
+        if rel != "service.py" and not rel.startswith("index/"):
+            assert not _uses(path, "vault_brain.index.factory"), f"{rel} opens an index itself"
+
+
+# What code outside index/ may import of it: the port, its records, and the helpers that
+# work on any backend (sync, the vector queue, hashes, ...); never a backend.
+BACKEND_FREE = {
+    f"vault_brain.index.{name}"
+    for name in (
+        "port",
+        "records",
+        "sync",
+        "vectors",
+        "hashes",
+        "text",
+        "links",
+        "chunking",
+        "prepare",
+        "workers",
+    )
+}
+
+
+def _index_modules(path: Path) -> set[str]:
+    """The index/ modules a file imports (a package import counts as its module)."""
+    out = set()
+    for m in _imports(path):
+        if m.startswith("vault_brain.index."):
+            out.add(".".join(m.split(".")[:3]))
+    return out
+
+
+def test_outside_index_only_the_port_and_backend_free_helpers_are_imported():
+    for path in _modules(""):
+        rel = path.relative_to(PKG)
+        if rel.parts[0] == "index":
+            continue
+        allowed = BACKEND_FREE | (
+            {"vault_brain.index.factory"} if rel.name == "service.py" else set()
+        )
+        bad = _index_modules(path) - allowed
+        assert not bad, f"{rel} imports {sorted(bad)}"
+
+
+def test_search_and_the_indexer_see_the_index_only_through_its_port():
+    port = {"vault_brain.index.port", "vault_brain.index.records"}
+    allowed = {
+        "search": port,
+        "indexer.py": port | {"vault_brain.index.sync", "vault_brain.index.vectors"},
+        "summarize": port,
+    }
+    for part, ok in allowed.items():
+        for path in _modules(part):
+            bad = _index_modules(path) - ok
+            assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
+
+
 def test_only_vault_writes_files_into_the_vault():
     writers = ("write_text", "write_bytes", "os.replace", "os.rename", "shutil.move", "os.link")
     for path in _modules(""):
         rel = path.relative_to(PKG)
         if (
             rel.parts[0] in ("vault",)
-            or rel.name in ("cli.py", "lock.py")
+            or rel.name == "cli.py"
             # the per-user trust record (~/.config/vault-brain/trusted.json), never the vault
             or rel.name == "config.py"
             # built model files in the user's cache folder (embed.cache_dir), never the vault
@@ -96,6 +203,39 @@ def _graph() -> dict[str, set[str]]:
     modules = {_module_name(p): p for p in _modules("")}
     known = set(modules)
     return {name: _runtime_imports(path, known) - {name} for name, path in modules.items()}
+
+
+# Modules every layer may import: they import nothing of ours but each other.
+LEAVES = (
+    "vault_brain.text",
+    "vault_brain.config",
+    "vault_brain.checks",
+    "vault_brain.contract",
+    "vault_brain.endpoint",
+    "vault_brain.errors",
+    "vault_brain.log",
+    "vault_brain.records",
+    "vault_brain.budget",
+    "vault_brain.seen",
+    "vault_brain.meter",
+    "vault_brain.backlog",
+    "vault_brain.progress",
+)
+
+
+def _is_leaf(module: str) -> bool:
+    return any(module == leaf or module.startswith(leaf + ".") for leaf in LEAVES)
+
+
+def test_leaves_import_nothing_of_ours_but_other_leaves():
+    """Imports under TYPE_CHECKING count too: a leaf is read without the layers above."""
+    for path in _modules(""):
+        name = _module_name(path)
+        if not _is_leaf(name):
+            continue
+        ours = {m for m in _imports(path) if m.split(".")[0] == "vault_brain"}
+        bad = {m for m in ours if not _is_leaf(m) and m != "vault_brain"}
+        assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
 
 
 def test_the_truth_and_the_index_import_nothing_from_the_layers_above_them():

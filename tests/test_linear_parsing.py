@@ -18,9 +18,9 @@ from tests.complexity import assert_linear
 from vault_brain.index.chunking import chunk_note
 from vault_brain.search.snippets import make_snippet, plain_text
 from vault_brain.summarize.clean import clean_summary
+from vault_brain.text.secrets import find_secret
 from vault_brain.vault.note import parse_note
 from vault_brain.vault.render import render_update
-from vault_brain.vault.secrets import find_secret
 
 SIZE = 100_000
 

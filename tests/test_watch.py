@@ -208,6 +208,20 @@ def test_index_folder_activity_does_not_wake_the_watcher(running, vault):
     assert batches(watcher) == []  # no batch but the settle marker's
 
 
+def test_an_index_folder_in_plain_sight_in_the_vault_does_not_wake_the_watcher(vault):
+    """The folder the index writes its files in (Index.folder) is left alone wherever it
+    lies in the vault, not only under the hidden .vault-brain."""
+    settings = make_settings(vault, index=str(vault / "Index" / "index.db"))
+    with Brain(settings) as brain, brain.indexer as watcher:
+        assert watcher.wait_idle(HANG_SECONDS)
+        before = batches(watcher)
+        for n in range(5):
+            write(vault, f"Index/scratch{n}.md", "x")
+        brain.sync()  # writes the index database in Index/
+        settle(brain)  # every event so far handled: the marker's own batches are left out
+        assert batches(watcher) == before
+
+
 def test_touch_without_change_keeps_the_index_as_it_was(running, vault, tmp_path):
     watcher, brain = running
     before = brain.snapshot()

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from vault_brain.contract import TAG_MAX, TAGS_MAX
 from vault_brain.errors import InvalidInput
-from vault_brain.vault.secrets import find_secret
+from vault_brain.text.secrets import find_secret
 
 
 def clean_tags(tags: Sequence[str] | str | None) -> list[str] | None:

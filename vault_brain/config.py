@@ -50,7 +50,10 @@ class VaultSettings:
 
 @dataclass
 class IndexSettings:
-    path: str = ""  # default: <vault>/.vault-brain/index.db
+    # Where the index lives: a path to its SQLite file, or a server's URL (scheme://...)
+    # for a backend that has one. Empty: index.path, else <vault>/.vault-brain/index.db.
+    url: str = ""
+    path: str = ""  # the older name of a file path (index.url wins when both are set)
     fresh_read_seconds: float = 2.0
 
 
@@ -161,10 +164,27 @@ class Settings:
         return Path(self.vault.path).expanduser().resolve()
 
     @property
-    def index_path(self) -> Path:
-        if self.index.path:
-            return Path(self.index.path).expanduser().resolve()
+    def index_location(self) -> str:
+        """Where the index lives: a server URL as index.url gives it, else the absolute
+        path of the index file (index/factory.py opens the backend it names)."""
+        value = self.index.url or self.index.path
+        return value if is_server_url(value) else str(self.index_path)
+
+    @property
+    def index_path(self) -> Path | None:
+        """The index file (default <vault>/.vault-brain/index.db); None when index.url
+        names a server."""
+        value = self.index.url or self.index.path
+        if is_server_url(value):
+            return None
+        if value:
+            return Path(value).expanduser().resolve()
         return self.vault_path / INDEX_DIR / "index.db"
+
+
+def is_server_url(location: str) -> bool:
+    """An index location that names a server (`postgresql://...`), not a file path."""
+    return "://" in location
 
 
 CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
@@ -342,7 +362,7 @@ def _validate(s: Settings, problems: list[str]) -> None:
 
 def _known_languages(raw_codes: list[str], problems: list[str]) -> list[str]:
     """text.languages as codes the analysers know, each once; unknown ones are problems."""
-    from vault_brain.index.analysis import LANGUAGES, normalize_language
+    from vault_brain.text.analysis import LANGUAGES, normalize_language
 
     languages: list[str] = []
     for raw in raw_codes:
@@ -450,8 +470,12 @@ def needs_trust(section: str, key: str, s: Settings) -> str | None:
         if value and s.embed.provider == "local":
             return "makes the local embedder load a model from a path or download one"
         return None
-    if (section, key) == ("index", "path"):
-        if not value or _inside(s.index_path, s.vault_path / INDEX_DIR):
+    if section == "index" and key in ("url", "path"):
+        if not value:
+            return None
+        if is_server_url(value):
+            return "sends your notes' text to the index server it names"
+        if _inside(Path(value).expanduser().resolve(), s.vault_path / INDEX_DIR):
             return None
         return "puts the index (which vault-brain writes) outside the vault's .vault-brain folder"
     if (section, key) == ("vault", "follow_outside"):
@@ -614,14 +638,16 @@ def _index_location_problems(s: Settings) -> list[str]:
     the index location is not the user's own choice."""
     folder = s.vault_path / INDEX_DIR
     fix = (
-        "if you want the index elsewhere, set index.path in your own config "
-        "(or VAULT_BRAIN_INDEX_PATH)"
+        "if you want the index elsewhere, set index.url (or index.path) in your own config "
+        "(or VAULT_BRAIN_INDEX_URL)"
     )
     if folder.is_symlink():
         return [
             f"{folder} is a symbolic link (to {os.readlink(folder)}): the index would be "
             f"written outside the vault; {fix}"
         ]
+    if s.index_path is None:  # a server: nothing of the index is written in the vault
+        return []
     where = s.index_path.parent
     if not where.is_dir():
         return []
@@ -752,7 +778,7 @@ def load_settings(
             if untrusted and not trusted:
                 problems.extend(untrusted)
                 problems.append(_trust_hint(settings.vault_path, env, changed=record is not None))
-        index_source = sources.get(("index", "path"))
+        index_source = sources.get(("index", "url")) or sources.get(("index", "path"))
         if index_source is None or (index_source == "vault" and not trusted):
             problems.extend(_index_location_problems(settings))
     if problems:

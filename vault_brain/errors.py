@@ -61,6 +61,10 @@ class ConfigError(InvalidInput):
         super().__init__("invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))
 
 
+class IndexDamaged(Unavailable):
+    """The index is damaged; it is rebuilt from the files (nothing is lost)."""
+
+
 class InvalidExport(InvalidInput):
     """A chat export that cannot be read or is not the format named: the message names the
     file and the place in it. The CLI exits with 2, and nothing has been written."""

@@ -28,6 +28,7 @@ from vault_brain.importers import Conversation, message_hashes, read_export
 from vault_brain.importers.markdown import merged_heading, note_title, render_messages
 from vault_brain.importers.records import USER
 from vault_brain.importers.wikilinks import Linker, LinkTarget
+from vault_brain.text.secrets import find_secret
 from vault_brain.vault import writer
 from vault_brain.vault.frontmatter import LOAD_ERRORS, load_block, split_frontmatter
 from vault_brain.vault.note import derived_id, file_version, new_id, parse_note
@@ -35,7 +36,6 @@ from vault_brain.vault.paths import resolve_folder_path, safe_filename
 from vault_brain.vault.reading import read_note_bytes
 from vault_brain.vault.render import render_new_note, render_update
 from vault_brain.vault.scan import scan_vault
-from vault_brain.vault.secrets import find_secret
 
 if TYPE_CHECKING:
     from vault_brain.index.records import NoteInfo

@@ -3,8 +3,9 @@ runs next (file events, tool writes, the vector and summary queues).
 
 Who writes the index (docs/ARCHITECTURE.md says it at length):
 
-1. The process that holds the vault's indexer lock (`lock.py`) runs all background index
-   work: the watcher's syncs and reconciles, the vector queue, the summary queue.
+1. The process that holds the vault's indexer lock (the index's `indexer_lock`: an flock
+   beside a SQLite file) runs all background index work: the watcher's syncs and
+   reconciles, the vector queue, the summary queue.
 2. Any process indexes the files it has itself just written through `vault/` at once, so
    a save is findable when it returns (read-your-writes). That sync is idempotent; the
    lock holder re-checks the same path when its file event arrives.
@@ -34,19 +35,9 @@ from vault_brain.embed.base import Embedder
 from vault_brain.embed.cache import ModelCache
 from vault_brain.endpoint import waiting_at_most
 from vault_brain.errors import Unavailable
-from vault_brain.index.db import IndexDamaged, SqliteIndex
-from vault_brain.index.store import TIERS, Writes
+from vault_brain.index.port import Index, Writes
+from vault_brain.index.records import INDEX, REFRESH, STRONG, WATCH, Holder
 from vault_brain.index.sync import Progress, Syncer, SyncProgress, SyncReport
-from vault_brain.lock import (
-    INDEX,
-    REFRESH,
-    WATCH,
-    Holder,
-    IndexerLock,
-    indexer_alive,
-    indexer_holder,
-    indexer_lock_path,
-)
 from vault_brain.records import Indexing
 
 if TYPE_CHECKING:
@@ -114,7 +105,7 @@ class Indexer:
     def __init__(
         self,
         settings: Settings,
-        index: SqliteIndex,
+        index: Index,
         embedder: Embedder | None,
         summarizer: Summarizer | None,
         strong: Embedder | None = None,
@@ -124,7 +115,7 @@ class Indexer:
         self.embedder = embedder
         self.strong = strong  # the strong tier, embedding in the background after the instant one
         self.summarizer = summarizer
-        self.lock = IndexerLock(indexer_lock_path(settings))
+        self.lock = index.indexer_lock
         self.lock_retry_seconds = LOCK_RETRY_SECONDS
         self.health_check_seconds: float | None = None  # None: the watcher's default
         self.embed_backoff = Backoff()
@@ -151,7 +142,7 @@ class Indexer:
         self._synced = threading.Event()  # a full stat pass has completed in this process
         self._indexed_once = False  # the index is known to have completed a full pass
         self._progress_published = 0.0
-        self._checked = False  # the full-text index's integrity was checked in this process
+        self._checked = False  # the index was checked for damage (repair) in this process
         self._kernel_recorded: str | None = None  # the strong kernel this process recorded
         # The strong tier's backlog, told in log lines and a record `status` reads.
         self.strong_backlog = Backlog("strong", self.strong_coverage, self._publish_backlog)
@@ -176,12 +167,12 @@ class Indexer:
         not an `index` run (which holds the lock only until it ends)."""
         if self.live:
             return True
-        holder = indexer_holder(self.settings)
+        holder = self.lock.holder()
         return holder is not None and holder.keeps_in_step
 
     def holder(self) -> Holder | None:
-        """The process holding the indexer lock (maybe this one), or None."""
-        return indexer_holder(self.settings)
+        """The process holding the indexer role (maybe this one), or None."""
+        return self.lock.holder()
 
     def start(self) -> None:
         """Take the indexer role if the lock is free, else wait for it as a reader (a thread
@@ -194,7 +185,7 @@ class Indexer:
                 self._become_indexer()
                 return
             self._role = "reader"
-            log.event("watch_reader", lock=str(self.lock.path))
+            log.event("watch_reader", lock=self.lock.where)
             self._spawn(self._wait_for_role, "vault-brain-lock-retry")
 
     def stop(self, timeout: float | None = None) -> None:
@@ -212,7 +203,7 @@ class Indexer:
             if thread is not threading.current_thread():
                 thread.join(timeout)
         self._threads = []
-        self.index.checkpoints_elsewhere(False)  # commits copy the WAL again
+        self.index.maintain_in_background(False)  # commits do the chores again
         self.lock.release()
         self._role = "stopped"
         log.event("watch_stopped")
@@ -237,7 +228,7 @@ class Indexer:
                 if self._stop.is_set():
                     self.lock.release()
                     return
-                log.event("watch_takeover", lock=str(self.lock.path))
+                log.event("watch_takeover", lock=self.lock.where)
                 self._become_indexer()
             return
 
@@ -248,10 +239,10 @@ class Indexer:
         options = {}
         if self.health_check_seconds is not None:
             options["health_check_seconds"] = self.health_check_seconds
-        watcher = Watcher(self, self.settings, **options)
+        watcher = Watcher(self, self.settings, index_folder=self.index.folder, **options)
         self._watcher = watcher
         watcher.start()  # its first job is a full reconcile
-        self.index.checkpoints_elsewhere()  # _run_background copies the WAL after writes
+        self.index.maintain_in_background()  # _run_background does the chores after writes
         self._spawn(self._run_background, "vault-brain-background")
         log.event(
             "watch_started",
@@ -288,30 +279,16 @@ class Indexer:
 
     def _repair_if_damaged(self) -> bool:
         """Once per process, before its first full pass (and again after a read met
-        damage): FTS5's integrity check. Damaged pages give wrong answers silently, so a
-        damaged full-text table is dropped and the pass becomes a full rebuild."""
+        damage): the index's own check (Index.repair; SQLite: FTS5's integrity check).
+        Damaged pages give wrong answers silently, so what is damaged is emptied and the
+        pass becomes a full rebuild."""
         self._checked = True
-        try:
-            with self.index.transaction() as w:
-                w.check_text_index()
-            return False
-        except IndexDamaged as exc:
-            log.warn("index_damaged", part="full text", error=log.cut(exc.message, 200))
-        try:
-            with self.index.transaction() as w:
-                w.reset_text_index()
-                self._rebuilding(w)
-        except IndexDamaged:
-            # The tables' own pages are damaged: DROP, which walks them, cannot free them.
-            with self.index.transaction() as w:
-                w.forget_text_index()
-                self._rebuilding(w)
-        return True
+        return self.index.repair(self._rebuilding)
 
     def _rebuilding(self, w: Writes) -> None:
         """Until the pass that refills the emptied full text ends, searches say `indexing`
         (with the emptying, in its transaction): a partial answer is never taken whole."""
-        w.set_meta("indexing", json.dumps({"done": 0, "total": w.note_count()}))
+        w.set_meta("indexing", json.dumps({"done": 0, "total": w.counts().notes}))
 
     def damaged(self) -> bool:
         """A read met damage. Where this process may index now (no watcher here or in another
@@ -455,7 +432,7 @@ class Indexer:
             return
         deadline = time.monotonic() + REFRESH_WAIT_SECONDS
         while not self.lock.try_acquire(INDEX):
-            holder = indexer_holder(self.settings)
+            holder = self.lock.holder()
             # A search's catch-up pass ends in a moment: wait for it rather than refuse.
             if (holder is None or holder.role == REFRESH) and time.monotonic() < deadline:
                 time.sleep(0.2)
@@ -509,7 +486,7 @@ class Indexer:
             self._indexed_once = True
         if raw is None and complete:
             return None
-        if not self.live and not indexer_alive(self.settings):
+        if not self.live and not self.lock.taken():
             return None
         if raw is None:
             return Indexing(0, 0)  # never indexed; the indexer is about to start
@@ -580,7 +557,7 @@ class Indexer:
             if embedder is None or backoff.waiting():
                 continue
             with self.index.read() as r:
-                held = r.vectors_model(TIERS[name])
+                held = r.vectors_model(name)
                 counts = r.counts()
                 fit = Fit.from_json(r.get_meta(meta_key(name)))
             if held is None or held[0] != embedder.name or not counts.chunks:
@@ -619,7 +596,7 @@ class Indexer:
             return 0, 0
         with self.index.read() as r:
             counts = r.counts()
-            held = r.vectors_model(TIERS["strong"])
+            held = r.vectors_model(STRONG)
         if held is None or held[0] != self.strong.name:
             return 0, counts.chunks
         return counts.strong_vectors, counts.chunks
@@ -644,7 +621,7 @@ class Indexer:
         try:
             while limit is None or written < limit:
                 size = batch if limit is None else min(batch, limit - written)
-                n = embed_batch(self.index, embedder, size, TIERS[name])
+                n = embed_batch(self.index, embedder, size, name)
                 written += n
                 if n < size:  # the queue ran dry: no second look at an empty one
                     dry = True
@@ -691,7 +668,7 @@ class Indexer:
             state = BacklogProgress.loads(r.get_meta("strong_progress"))
         if state is None:
             return None
-        holder = indexer_holder(self.settings)
+        holder = self.lock.holder()
         return state if holder is not None and state.fresh(holder.pid) else None
 
     def strong_kernel(self) -> tuple[str, float | None] | None:
@@ -755,7 +732,7 @@ class Indexer:
                     _, more = self._embed_round(self.settings.embed.batch_size * 4, 32)
                     if not self._stop.is_set():
                         more |= self.summarize_pending(limit=4) >= 4  # LLM calls take seconds
-                    self._checkpoint()
+                    self._maintain()
                     if not more:  # a change signal meanwhile wakes the loop again
                         if not self._stop.is_set():
                             self.calibrate()  # the vectors are in: measure the vault (if due)
@@ -768,14 +745,15 @@ class Indexer:
             finally:
                 self._background_busy = False
 
-    def _checkpoint(self) -> None:
-        """Copy the WAL the saves and syncs wrote into the database, here rather than in a
-        save's commit (see SqliteIndex.checkpoints_elsewhere); a failure only means the WAL
-        stays longer, so it is logged, not raised."""
+    def _maintain(self) -> None:
+        """The index's routine chores (SQLite: copy the WAL the saves and syncs wrote into
+        the database), here rather than in a save's commit (see
+        Index.maintain_in_background); a failure only means they wait for the next round,
+        so it is logged, not raised."""
         try:
-            self.index.checkpoint()
+            self.index.maintain()
         except Unavailable as exc:
-            log.warn("checkpoint_failed", error=log.cut(exc.message, 200))
+            log.warn("maintenance_failed", error=log.cut(exc.message, 200))
 
     def _tidy_up(self) -> None:
         """Once the role is ours: temp files left by killed saves (they hold full note

@@ -3,15 +3,14 @@
 Reads come from the index through the search pipeline and named queries; writes go to the
 files first (vault/), then the Indexer indexes that one file at once, so a saved note is
 findable by full text when the call returns. Everything else lives in the pieces:
-index/ (the sidecar), indexer.py (the only write path into it), search/ (the pipeline).
+index/ (the sidecar, behind index/port.py), indexer.py (the only write path into it),
+search/ (the pipeline).
 """
 
 from __future__ import annotations
 
-import base64
 import difflib
 import functools
-import json
 import os
 import threading
 import unicodedata
@@ -26,10 +25,18 @@ from vault_brain.config import Settings
 from vault_brain.contract import CONFLICT_CONTENT_MAX, MODES, SUMMARY_MAX, TITLE_MAX
 from vault_brain.embed import Embedder, make_embedder, make_strong_embedder
 from vault_brain.embed.cache import ModelCache
-from vault_brain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unavailable
+from vault_brain.errors import (
+    Conflict,
+    Forbidden,
+    IndexDamaged,
+    InvalidInput,
+    NotFound,
+    Unavailable,
+)
 from vault_brain.index.chunking import count_tokens
-from vault_brain.index.db import IndexDamaged, SqliteIndex
+from vault_brain.index.factory import open_index
 from vault_brain.index.hashes import text_hash
+from vault_brain.index.port import Index
 from vault_brain.index.records import Filters, NoteInfo
 from vault_brain.index.sync import Progress, SyncReport
 from vault_brain.indexer import Indexer
@@ -91,15 +98,17 @@ class Brain:
         self,
         settings: Settings,
         *,
+        index: Index | None = None,
         embedder: Embedder | None | str = "auto",
         summarizer: Summarizer | None | str = "auto",
         one_shot: bool = False,
     ) -> None:
-        """`one_shot`: this process answers one command and exits (the CLI), so it reads
-        only what that command needs (no in-memory vector matrix)."""
+        """`index`: the index to use (any index/port.py Index; the Brain closes it), else
+        the one `index.url` names (index/factory.py). `one_shot`: this process answers one
+        command and exits (the CLI), so it reads only what that command needs (no
+        in-memory vector matrix)."""
         self.settings = settings
         self.root = settings.vault_path
-        self.index_path = settings.index_path
         self.embedder: Embedder | None = (
             make_embedder(settings.embed) if embedder == "auto" else embedder  # type: ignore[assignment]
         )
@@ -113,7 +122,7 @@ class Brain:
         self.summarizer: Summarizer | None = (
             make_summarizer(settings.summary) if summarizer == "auto" else summarizer  # type: ignore[assignment]
         )
-        self.index = SqliteIndex(self.index_path, one_shot=one_shot)
+        self.index: Index = index if index is not None else open_index(settings, one_shot=one_shot)
         self.indexer = Indexer(
             settings, self.index, self.embedder, self.summarizer, strong=self.strong
         )
@@ -423,13 +432,9 @@ class Brain:
         """Notes newest first (by `updated`, else the file's mtime), a page at a time."""
         self.indexer.refresh_for_read()
         filters = self._filters(tags, folder, since, until)
-        after = _decode_cursor(cursor) if cursor else None
         with self.index.read() as r:
-            rows = r.list_notes(filters, limit + 1, after)
-        more = len(rows) > limit
-        rows = rows[:limit]
+            rows, next_cursor = r.list_notes(filters, limit, cursor or None)
         notes = [NoteSummary(r.id, r.title, r.path, r.summary, r.updated) for r in rows]
-        next_cursor = _encode_cursor(rows[-1].sort_time, rows[-1].rowid) if more else None
         return NotePage(notes, next_cursor, self.indexer.indexing())
 
     def status(self) -> Status:
@@ -452,7 +457,7 @@ class Brain:
         rate = backlog.rate if backlog else None
         return Status(
             vault=str(self.root),
-            index_path=str(self.index_path),
+            index_path=self.index.location,
             notes=c.notes,
             chunks=c.chunks,
             vectors=c.vectors if ready else 0,
@@ -816,7 +821,7 @@ class Brain:
         def notes() -> list[NoteInfo]:
             self.refresh_if_unwatched(vectors=merge)  # after the files are read: fail fast
             with self.index.read() as r:
-                return r.list_notes(Filters(), 2**62, None)
+                return r.list_notes(Filters(), 2**62, None)[0]
 
         importer = Importer(
             self.settings,
@@ -858,21 +863,3 @@ def _ambiguous(ref: str, what: str, infos: Sequence[NoteInfo]) -> InvalidInput:
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _encode_cursor(sort_time: str, rowid: int) -> str:
-    raw = json.dumps([sort_time, rowid]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> tuple[str, int]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        sort_time, rowid = json.loads(raw)
-        if not isinstance(sort_time, str) or not isinstance(rowid, int):
-            raise TypeError
-        if not -(2**63) <= rowid < 2**63:
-            raise ValueError
-        return sort_time, rowid
-    except (ValueError, TypeError) as exc:
-        raise InvalidInput("cursor is not one this server gave out") from exc

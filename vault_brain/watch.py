@@ -20,6 +20,7 @@ import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from watchdog.events import (
@@ -129,14 +130,17 @@ class Watcher:
         target: SyncTarget,
         settings: Settings,
         *,
+        index_folder: Path | None = None,
         health_check_seconds: float = HEALTH_CHECK_SECONDS,
     ) -> None:
+        """`index_folder`: where the index writes its own files (Index.folder), left alone
+        when it lies inside the vault."""
         self.target = target
         self.settings = settings
         self._root = str(settings.vault_path)
         self._prefix = self._root.rstrip(os.sep) + os.sep
         self._ignore = tuple(settings.vault.ignore)
-        self._index_dir = self._index_dir_rel(settings)
+        self._index_dir = self._index_dir_rel(settings.vault_path, index_folder)
         self._debounce = max(0.0, settings.watch.debounce_ms / 1000.0)
         self._max_wait = max(MAX_WAIT_SECONDS, 4 * self._debounce)
         # Paths due this soon ride along: one folder move's sub-events land in one batch.
@@ -307,9 +311,11 @@ class Watcher:
     # -------------------------------------------------------------------- events
 
     @staticmethod
-    def _index_dir_rel(settings: Settings) -> str | None:
+    def _index_dir_rel(vault: Path, index_folder: Path | None) -> str | None:
+        if index_folder is None:
+            return None
         try:
-            rel = settings.index_path.parent.relative_to(settings.vault_path)
+            rel = index_folder.relative_to(vault)
         except ValueError:
             return None
         return rel.as_posix() if rel.parts else None

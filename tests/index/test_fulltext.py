@@ -1,10 +1,12 @@
-"""The full-text arm (index/text.py search_notes): note-level evidence next to the best chunk,
-snippets from the best chunk, and the note-level rows kept in step with the files."""
+"""The full-text arm (search/fulltext.py and the store's rank_text): note-level evidence
+next to the best chunk, snippets from the best chunk, and the note-level rows kept in step
+with the files."""
 
 from __future__ import annotations
 
-from vault_brain.index.records import Filters
-from vault_brain.search.fulltext import text_query
+from tests.conftest import every_backend
+
+backend = every_backend()
 
 SMALL_CHUNKS = {"max_tokens": 24, "overlap": 2, "min_tokens": 4}  # a section, a chunk
 
@@ -73,18 +75,6 @@ def test_filters_apply_to_note_level_evidence(vault, make_brain):
     brain = make_brain(chunk=SMALL_CHUNKS)
     paths = [h.path for h in brain.search(QUESTION, mode="fts", folder="B").hits]
     assert paths == ["B/Trip.md"]
-
-
-def test_chunks_ranked_within_the_best_notes_score_as_when_all_are_ranked(vault, make_brain):
-    write_all(vault, {"Trip.md": SPREAD, "Checklist.md": DENSE})
-    brain = make_brain(chunk=SMALL_CHUNKS)
-    with brain.index.read() as reads:
-        query = text_query(reads, QUESTION)
-        every = reads.search_text(query, Filters(), 100)
-        notes = sorted({h.note_rowid for h in every})
-        within = reads.search_text_within(query, notes[:1], 100)
-    assert within and {h.note_rowid for h in within} == {notes[0]}
-    assert within == [h for h in every if h.note_rowid == notes[0]]
 
 
 def test_a_language_new_to_the_vault_is_searched_in_at_once(vault, make_brain):

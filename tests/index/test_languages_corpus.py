@@ -46,7 +46,7 @@ def test_descriptions_find_their_notes_in_cjk(locale, tmp_path):
 
 @pytest.mark.parametrize("locale", ["de", "fr", "ru", "uk", "ja", "th", "pl", "no"])
 def test_the_detector_names_the_locale_of_nearly_every_translated_note(locale, tmp_path):
-    from vault_brain.index.analysis import frontmatter_language, note_language
+    from vault_brain.text.analysis import frontmatter_language, note_language
     from vault_brain.vault.note import parse_note
 
     archive = shared_path("corpora", "obsidian-help-i18n.tar.gz")

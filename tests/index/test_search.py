@@ -8,11 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import every_backend
 from vault_brain.config import SearchSettings
 from vault_brain.errors import InvalidInput
 from vault_brain.search.base import ArmResult, NoteHit
 from vault_brain.search.fusion import ADAPTIVE_COVERAGE, fuse_adaptive, fuse_convex, fuse_rrf
 from vault_brain.search.snippets import _MARKUP, _drop_comments, make_snippet, plain_text
+
+backend = every_backend()
 
 NOTES = {
     "How-to/Deploy.md": "---\ntags: [ops]\n---\n# Deploy to production\n\n"
@@ -101,23 +104,6 @@ def test_vector_search_finds_paraphrase(vault, make_brain):
     assert result.hits[0].path == "How-to/Backup.md"
     hybrid = brain.search("postgres backup")
     assert not hybrid.degraded and hybrid.hits[0].path == "How-to/Backup.md"
-
-
-def test_an_edited_or_deleted_note_leaves_no_vector_behind(vault, make_brain):
-    for rel, text in NOTES.items():
-        vault.write(rel, text)
-    brain = make_brain(embed={"provider": "local", "strong": "none"})
-    vault.write("How-to/Deploy.md", "# Deploy\n\nShip it on Fridays.\n\n## Rollback\n\nRevert.\n")
-    (vault.root / "How-to/Backup.md").unlink()
-    brain.sync()
-    brain.embed_pending()
-    with brain.index.read() as reads:
-        stored, chunks = reads.vector_count(), reads.counts().chunks
-        _, notes, _ = reads.all_vectors()
-    assert stored == chunks  # one vector per live chunk: none of the old ones remain
-    assert len(set(notes)) == len(NOTES) - 1
-    result = brain.search("nightly base backups pgBackRest WAL archives", mode="vector")
-    assert "How-to/Backup.md" not in [h.path for h in result.hits]
 
 
 def test_changing_the_embedding_model_never_mixes_vectors(vault, make_brain, tmp_path):

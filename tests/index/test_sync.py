@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import shutil
 
+from tests.conftest import every_backend
 from vault_brain.index.sync import BATCH_NOTES, LINKS_PENDING
 from vault_brain.service import Brain
+
+backend = every_backend()
 
 NOTE_A = """---
 id: alpha001
@@ -21,9 +24,9 @@ We ship the alpha in March. See [[Beta notes]] and [[Gamma#Risks|the risks]].
 NOTE_B = "# Beta notes\n\nBeta depends on the alpha shipping. #project/beta\n"
 
 
-def _fresh_snapshot(brain: Brain, make_brain) -> dict:
+def _fresh_snapshot(brain: Brain, make_brain, index_settings) -> dict:
     """A brand-new index over the same vault, built from scratch."""
-    other = make_brain(index={"path": str(brain.index_path.parent / "fresh.db")})
+    other = make_brain(index=index_settings("fresh"))
     return other.snapshot()
 
 
@@ -102,7 +105,7 @@ def test_sync_paths_handles_a_moved_folder(vault, brain):
     assert brain.get("alpha001").path == "Archive/Alpha.md"
 
 
-def test_incremental_sync_equals_full_reindex(vault, brain, make_brain):
+def test_incremental_sync_equals_full_reindex(vault, brain, make_brain, index_settings):
     vault.write("Projects/Alpha.md", NOTE_A)
     vault.write("Beta notes.md", NOTE_B)
     vault.write("c.md", "# C\n\nlinks to [[Alpha plan]]\n")
@@ -111,7 +114,7 @@ def test_incremental_sync_equals_full_reindex(vault, brain, make_brain):
     vault.remove("c.md")
     vault.write("d/e.md", "plain note without heading")
     brain.sync()
-    assert brain.snapshot() == _fresh_snapshot(brain, make_brain)
+    assert brain.snapshot() == _fresh_snapshot(brain, make_brain, index_settings)
 
 
 def test_full_reindex_of_unchanged_vault_gives_same_index(vault, brain):
@@ -209,7 +212,7 @@ def test_unreadable_folder_keeps_its_notes_in_the_index(vault, brain, monkeypatc
     assert "Private/secret plans.md" in [n[0] for n in brain.snapshot()["notes"]]
 
 
-def test_a_touch_moves_sort_time_as_a_rebuild_would(vault, brain, make_brain):
+def test_a_touch_moves_sort_time_as_a_rebuild_would(vault, brain, make_brain, index_settings):
     old = vault.write("Old.md", "# Old\n\nno dates in here\n")
     vault.write("New.md", "# New\n\nno dates either\n")
     os.utime(old, ns=(old.stat().st_atime_ns, old.stat().st_mtime_ns - 86_400 * 10**9))
@@ -219,62 +222,7 @@ def test_a_touch_moves_sort_time_as_a_rebuild_would(vault, brain, make_brain):
     report = brain.sync()
     assert report.updated == 0  # the same bytes: not re-parsed
     assert [n.path for n in brain.list().notes] == ["Old.md", "New.md"]
-    assert brain.snapshot() == _fresh_snapshot(brain, make_brain)
-
-
-def test_resolving_many_link_keys_at_once_gives_what_one_at_a_time_gives(vault, brain):
-    """A first index resolves thousands of link keys in one pass over the notes; a small
-    change resolves a few with a query each. Both must follow the same rule."""
-    names = [
-        "Note.md",
-        "A/Note.md",
-        "A/B/Note.md",
-        "Longer folder/Note.md",
-        "B/Note.md",
-        "A/B/Other.md",
-        "X/A/B/Other.md",
-        "100%_done.md",
-        "Folder_x/100%_done.md",
-        "Café/Menü.md",
-        "Deep/er/still/Leaf.md",
-        "Leaf.md",
-    ]
-    for n, rel in enumerate(names):
-        aliases = f"aliases: [shared alias, alias {n}]\n" if n % 3 == 0 else ""
-        vault.write(rel, f"---\n{aliases}---\n# {rel}\n\nbody {n}\n")
-    vault.write("Links.md", "[[Note]] [[A/Note]] [[b/note]] [[Other]] [[a/b/other]]\n")
-    brain.sync()
-    keys = [
-        "note",
-        "a/note",
-        "b/note",
-        "a/b/note",
-        "other",
-        "a/b/other",
-        "x/a/b/other",
-        "b/other",
-        "100%_done",
-        "folder_x/100%_done",
-        "x/100%_done",
-        "café/menü",
-        "menü",
-        "leaf",
-        "still/leaf",
-        "er/still/leaf",
-        "deep/er/still/leaf",
-        "shared alias",
-        "alias 3",
-        "alias 4",
-        "missing",
-        "a/missing",
-        "/note",
-        "note/",
-        "",
-    ]
-    with brain.index.read() as reads:
-        at_once = reads.key_resolver()
-        assert [at_once(k) for k in keys] == [reads.resolve_key(k) for k in keys]
-        assert reads.resolve_key("b/note") is not None  # the rule is exercised, not all None
+    assert brain.snapshot() == _fresh_snapshot(brain, make_brain, index_settings)
 
 
 def _chain(vault, count: int) -> None:
@@ -295,17 +243,3 @@ def test_a_pass_of_many_batches_resolves_every_link(vault, make_brain):
     assert all(target == f"n/{key}.md" for _, _, key, _, _, _, target in links)
     with brain.index.read() as r:
         assert r.get_meta(LINKS_PENDING) is None
-
-
-def test_links_left_unresolved_by_a_cut_short_pass_are_resolved_by_the_next_sync(vault, make_brain):
-    _chain(vault, 30)
-    brain = make_brain()
-    expected = brain.snapshot()
-    # What a pass killed between its batches and its end leaves behind.
-    with brain.index.transaction() as w:
-        w._run("UPDATE links SET target_rowid = NULL")
-        w.set_meta(LINKS_PENDING, "1")
-    assert brain.snapshot() != expected
-    assert brain.sync().changed == 0
-    assert brain.snapshot() == expected
-    assert brain.snapshot() == _fresh_snapshot(brain, make_brain)

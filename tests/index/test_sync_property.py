@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import os
 import tempfile
+import uuid
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import every_backend
 from vault_brain.config import load_settings
 from vault_brain.service import Brain
+
+backend = every_backend()
 
 PATHS = ["a.md", "b.md", "Folder/c.md", "Folder/Deep/d.md", "Other/e.md"]
 BODIES = [
@@ -35,22 +39,27 @@ operations = st.lists(
 )
 
 
-def _brain(vault: Path, index: Path) -> Brain:
+def _brain(vault: Path, index: dict) -> Brain:
     s = load_settings(
-        vault=str(vault),
-        env={},
-        overrides={"embed": {"provider": "none"}, "index": {"path": str(index)}},
+        vault=str(vault), env={}, overrides={"embed": {"provider": "none"}, "index": index}
     )
     return Brain(s)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# index_settings gives each example indexes of its own (fresh names), so the fixture's
+# sharing between examples is harmless.
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(operations)
-def test_incremental_index_equals_a_full_rebuild(ops):
+def test_incremental_index_equals_a_full_rebuild(index_settings, ops):
+    run = uuid.uuid4().hex[:12]
     with tempfile.TemporaryDirectory() as tmp:
         vault = Path(tmp) / "vault"
         vault.mkdir()
-        with _brain(vault, Path(tmp) / "inc.db") as brain:
+        with _brain(vault, index_settings(f"inc-{run}")) as brain:
             for op, a, b in ops:
                 if op == "write":
                     (vault / a).parent.mkdir(parents=True, exist_ok=True)
@@ -67,6 +76,6 @@ def test_incremental_index_equals_a_full_rebuild(ops):
                     brain.sync_paths([a])
             brain.sync()
             incremental = brain.snapshot()
-        with _brain(vault, Path(tmp) / "full.db") as fresh:
+        with _brain(vault, index_settings(f"full-{run}")) as fresh:
             fresh.sync()
             assert incremental == fresh.snapshot()

@@ -10,11 +10,10 @@ from pathlib import Path
 
 from vault_brain.config import Settings
 from vault_brain.errors import VaultBrainError
-from vault_brain.index.analysis import frontmatter_language, note_language
 from vault_brain.index.chunking import chunk_note
 from vault_brain.index.hashes import iso_utc, text_hash
 from vault_brain.index.records import ChunkRow, LinkRow, NoteRow
-from vault_brain.index.text import fts_text
+from vault_brain.text.analysis import analyze, frontmatter_language, note_language
 from vault_brain.vault.note import Note, UnreadableNote, parse_note
 from vault_brain.vault.reading import read_note_bytes
 from vault_brain.vault.scan import FileStat
@@ -63,7 +62,7 @@ def build_rows(
         lang=lang,
     )
     c = settings.chunk
-    title_text = fts_text(" ".join([note.title, *note.aliases]), lang)
+    title_text = analyze(" ".join([note.title, *note.aliases]), lang)
     tag_text = " ".join(note.tags)
     heading_paths: list[str] = []
     chunks = []
@@ -80,8 +79,8 @@ def build_rows(
                 text_hash=text_hash(f"{ch.heading_path}\n\n{ch.text}"),
                 tokens=ch.tokens,
                 fts_title=title_text,
-                fts_headings=fts_text(f"{headings} {tag_text}".strip(), lang),
-                fts_body=fts_text(ch.text, lang),
+                fts_headings=analyze(f"{headings} {tag_text}".strip(), lang),
+                fts_body=analyze(ch.text, lang),
             )
         )
     # The whole note as one full-text row: evidence spread over chunks counts together.
@@ -90,8 +89,8 @@ def build_rows(
         row,
         fts=(
             title_text,
-            fts_text(f"{headings_text} {tag_text}".strip(), lang),
-            fts_text(note.body, lang),
+            analyze(f"{headings_text} {tag_text}".strip(), lang),
+            analyze(note.body, lang),
         ),
     )
     links = [LinkRow(ln.target, ln.heading, ln.alias, ln.embed) for ln in note.links]

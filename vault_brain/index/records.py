@@ -1,12 +1,23 @@
-"""The records that cross the index's border: what callers give it and what it gives back.
+"""The records that cross the index's border (index/port.py): what callers give it and what
+it gives back.
 
-Plain frozen dataclasses with no SQL in them, so a second implementation of the index (a
-Postgres one for team brains) can take and return the same things.
+Plain frozen dataclasses with no SQL in them, so every backend (SQLite today, Postgres for
+team brains) takes and returns the same things. A note's `rowid` and a chunk's
+`chunk_rowid` are the integer keys the backend gives them, stable while they stay indexed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+# Embedding tiers, by name: the instant model answers at once, the strong one takes over
+# once it covers the vault. Where a tier's vectors live is each backend's business.
+INSTANT, STRONG = "instant", "strong"
+TIERS = (INSTANT, STRONG)
+# The indexer role's holders: "watch" (a watcher in `watch` or `serve`: keeps the index in
+# step while it runs), "index" (an explicit pass: `vault-brain index`), "refresh" (a
+# one-shot read catching up).
+WATCH, INDEX, REFRESH = "watch", "index", "refresh"
 
 
 @dataclass(frozen=True)
@@ -28,13 +39,34 @@ class Filters:
 class TextQuery:
     """A full-text query after analysis: each group is one query word in its indexed forms
     (stems in several languages, CJK bigrams; a form ending in * matches as a prefix); a
-    note matches a group through any form. Groups are ORed and bm25 ranks notes by how many
-    and how rare the words they share."""
+    note matches a group through any form. Groups are ORed: a store ranks notes higher the
+    more and the rarer the groups they hold (SQLite: FTS5's bm25)."""
 
     groups: tuple[tuple[str, ...], ...]
 
     def __bool__(self) -> bool:
         return bool(self.groups)
+
+
+@dataclass(frozen=True)
+class TextHit:
+    """One note the full-text question found."""
+
+    note_rowid: int
+    chunk_rowid: int  # its best chunk: the snippet comes from it
+    score: float  # higher is better, on the backend's own scale
+    matched: frozenset[int] = frozenset()  # the query's groups its whole text holds
+
+
+@dataclass(frozen=True)
+class TextRanking:
+    """The full-text arm's answer: notes best first, and what the calibration weighs
+    their words with (search/calibration.py). `matched` is filled for the best `evidence`
+    notes asked for; `notes` and `doc_freq` whenever a note was found."""
+
+    hits: list[TextHit] = field(default_factory=list)
+    notes: int = 0  # notes in the index
+    doc_freq: tuple[int, ...] = ()  # per group of the query: notes whose text holds it
 
 
 @dataclass(frozen=True)
@@ -68,7 +100,7 @@ class NoteRow:
     body_hash: str
     version: str
     summary_pending: bool
-    lang: str = ""  # the language its full text was analysed in (index/analysis.py)
+    lang: str = ""  # the language its full text was analysed in (text/analysis.py)
     fts: tuple[str, str, str] | None = None  # analysed (title, headings, body) of the note
 
 
@@ -122,7 +154,7 @@ class LinkInfo:
 class ChunkHit:
     chunk_rowid: int
     note_rowid: int
-    score: float  # higher is better (full text: -bm25; vectors: cosine similarity)
+    score: float  # higher is better (vectors: cosine similarity)
 
 
 @dataclass(frozen=True)
@@ -158,3 +190,17 @@ class Counts:
     pending_vectors: int
     pending_summaries: int
     strong_vectors: int = 0  # chunks the strong tier has embedded
+
+
+@dataclass(frozen=True)
+class Holder:
+    """The process holding the indexer role; pid and role are None when it did not say
+    (a vault-brain from before the record, or a holder in the instant it took the role)."""
+
+    pid: int | None
+    role: str | None
+
+    @property
+    def keeps_in_step(self) -> bool:
+        """A watcher, which keeps the index in step for as long as it runs."""
+        return self.role in (WATCH, None)

@@ -18,10 +18,10 @@ from vault_brain import log
 from vault_brain.config import Settings
 from vault_brain.errors import NotFound, Unavailable
 from vault_brain.index import text
-from vault_brain.index.db import SqliteIndex
 from vault_brain.index.hashes import iso_utc
+from vault_brain.index.links import link_keys
+from vault_brain.index.port import Index, SyncWrites
 from vault_brain.index.records import StoredStat
-from vault_brain.index.store import Writes, link_keys
 from vault_brain.index.workers import ParsePool, WorkerError
 from vault_brain.vault.note import Note, derived_id
 from vault_brain.vault.scan import FileStat, is_ignored, scan_vault
@@ -77,7 +77,7 @@ class Syncer:
     re-resolves the links the batch touched before it commits; a pass of many batches
     (a first index) resolves them once, after its last batch."""
 
-    def __init__(self, index: SqliteIndex, settings: Settings, *, summarize: bool = False) -> None:
+    def __init__(self, index: Index, settings: Settings, *, summarize: bool = False) -> None:
         self.index = index
         self.settings = settings
         self.root = settings.vault_path
@@ -290,7 +290,7 @@ class Syncer:
         for stat, known in jobs:
             yield prepare(self.root, stat, known, self.settings, self.summarize)
 
-    def _delete(self, w: Writes, path: str, rowid: int, batch: _Touched) -> None:
+    def _delete(self, w: SyncWrites, path: str, rowid: int, batch: _Touched) -> None:
         batch.keys |= w.keys_of(rowid)
         freed = w.id_of(path)
         w.delete_note(rowid)
@@ -298,7 +298,7 @@ class Syncer:
 
     def _store(
         self,
-        w: Writes,
+        w: SyncWrites,
         prepared: Prepared,
         known: StoredStat | None,
         report: SyncReport,
@@ -347,7 +347,7 @@ class Syncer:
             return len(chunks)
         return 0
 
-    def _claim_id(self, w: Writes, note: Note, batch: _Touched) -> str:
+    def _claim_id(self, w: SyncWrites, note: Note, batch: _Touched) -> str:
         """The id this note gets. Two files may ask for one frontmatter id (a duplicated
         note): the one whose path sorts first keeps it and the other gets an id derived from
         its path, the rule a full rebuild (which goes in path order) applies, so incremental
@@ -372,14 +372,14 @@ class Syncer:
         log.warn("duplicate_id", path=note.path, id=note.id, other=holder, used=fallback)
         return fallback
 
-    def _fallback_id(self, w: Writes, path: str) -> str:
+    def _fallback_id(self, w: SyncWrites, path: str) -> str:
         candidate, n = derived_id(path), 1
         while (h := w.id_holder(candidate)) is not None and h != path:
             n += 1
             candidate = derived_id(f"{path}#{n}")
         return candidate
 
-    def _release_id(self, w: Writes, freed: str | None) -> None:
+    def _release_id(self, w: SyncWrites, freed: str | None) -> None:
         """An id no note holds any more goes to the first file (by path) that asks for it."""
         if freed is None or w.id_holder(freed) is not None:
             return

@@ -1,21 +1,21 @@
-"""Vector catch-up: pending chunks → embedding cache → model → the tier's vector table.
+"""Vector catch-up: pending chunks → embedding cache → model → the tier's vectors, for
+every backend (index/port.py's VectorQueueReads / VectorQueueWrites).
 
 Full text is written first by sync; vectors follow in the background, so a slow or dead
-embedding endpoint never holds up a save or a search. Reads run on a reader connection;
-only the final write takes the index's write transaction, never the model call."""
+embedding endpoint never holds up a save or a search. Reads run on a read snapshot; only
+the final write takes the index's write transaction, never the model call."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from vault_brain.embed.base import Embedder
-from vault_brain.index.db import SqliteIndex
-from vault_brain.index.records import PendingChunk
-from vault_brain.index.store import INSTANT, Tier
+from vault_brain.index.port import Index
+from vault_brain.index.records import INSTANT, PendingChunk
 
 
-def vectors_ready(index: SqliteIndex, embedder: Embedder | None, tier: Tier = INSTANT) -> bool:
-    """True when the tier's table holds this model's vectors (two models never mix)."""
+def vectors_ready(index: Index, embedder: Embedder | None, tier: str = INSTANT) -> bool:
+    """True when the tier holds this model's vectors (two models never mix)."""
     if embedder is None:
         return False
     with index.read() as r:
@@ -23,7 +23,7 @@ def vectors_ready(index: SqliteIndex, embedder: Embedder | None, tier: Tier = IN
     return held is not None and held[0] == embedder.name
 
 
-def ensure_model(index: SqliteIndex, embedder: Embedder, tier: Tier = INSTANT) -> None:
+def ensure_model(index: Index, embedder: Embedder, tier: str = INSTANT) -> None:
     """A new model (or dimension) for the tier: drop its vectors, queue every chunk again."""
     if vectors_ready(index, embedder, tier):
         return
@@ -34,9 +34,7 @@ def ensure_model(index: SqliteIndex, embedder: Embedder, tier: Tier = INSTANT) -
             w.reset_vectors(embedder.name, dim, tier)
 
 
-def embed_batch(
-    index: SqliteIndex, embedder: Embedder, batch_size: int, tier: Tier = INSTANT
-) -> int:
+def embed_batch(index: Index, embedder: Embedder, batch_size: int, tier: str = INSTANT) -> int:
     """Embed one batch of the tier's pending chunks; returns how many vectors were written
     (0: none left). Raises what the embedder raises; nothing is marked done then."""
     found = _pending(index, embedder, batch_size, tier)
@@ -66,7 +64,7 @@ def embed_batch(
 
 
 def _pending(
-    index: SqliteIndex, embedder: Embedder, batch_size: int, tier: Tier
+    index: Index, embedder: Embedder, batch_size: int, tier: str
 ) -> tuple[list[PendingChunk], dict[str, bytes], int] | None:
     """(pending chunks, their cached vectors, vector width in bytes) on one snapshot; None
     when the tier does not hold this model's vectors. One read per batch: the background

@@ -6,15 +6,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from vault_brain.index.port import Reads
 from vault_brain.index.records import ChunkHit, Filters
-from vault_brain.index.store import Reads
 
 
 @dataclass(frozen=True)
 class NoteHit:
     note_rowid: int
     chunk_rowid: int  # the chunk that gives the snippet
-    score: float  # the arm's own score (bm25, cosine) or, after fusion, the fused one
+    score: float  # the arm's own score (the store's text rank, a cosine) or the fused one
 
 
 @dataclass(frozen=True)

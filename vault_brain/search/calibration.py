@@ -3,9 +3,10 @@ evidence mapped onto [0, 1] against what "no relation" looks like, so a cut-off 
 "nothing relevant" (search.min_score) and a model can compare scores across searches.
 
 - Full text: the share of the question's information its words carry that a note holds
-  (each word weighted by its idf over the vault's notes), shaded by the note's bm25 rank
-  within the query. A note holding every rare word of the question scores near 1; one
-  holding only common words scores near 0, however many notes match them.
+  (each word weighted by its idf over the vault's notes), shaded by the note's full-text
+  score within the query (the store's rank_text; SQLite's mixes bm25s). A note holding
+  every rare word of the question scores near 1; one holding only common words scores
+  near 0, however many notes match them.
   Questions a vault cannot answer still share a few words with it (measured: coverage up
   to 0.57), and real answers often hold fewer: words alone cannot tell them apart. So
   when a vector arm with a measured scale answered too, coverage below TEXT_FLOOR is not
@@ -38,9 +39,9 @@ docs/benchmarks.md).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 
-# Full text: how much a note's bm25 rank within the query shades its coverage (0: none),
+# Full text: how much a note's text score within the query shades its coverage (0: none),
 # and the coverage at which evidence starts and the span over which it reaches 1.
 RANK_SHADE = 0.5
 TEXT_FLOOR = 0.5
@@ -64,8 +65,8 @@ def idf_weights(notes: int, counts: Sequence[int]) -> list[float]:
     return [math.log(1.0 + (n - df + 0.5) / (df + 0.5)) for df in counts]
 
 
-def text_coverage(matched: set[int], weights: Sequence[float], relative: float) -> float:
-    """The idf share of the question a note holds, shaded by its `relative` bm25 (1 for
+def text_coverage(matched: Set[int], weights: Sequence[float], relative: float) -> float:
+    """The idf share of the question a note holds, shaded by its `relative` text score (1 for
     the best note of the query, less for the rest)."""
     total = sum(weights)
     if total <= 0:

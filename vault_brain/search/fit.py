@@ -22,13 +22,13 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vault_brain.embed.base import Embedder, embed_queries
-from vault_brain.index.analysis import script_of_language
+from vault_brain.index.port import Index, Meta
 from vault_brain.index.records import Filters
-from vault_brain.index.store import TIERS
 from vault_brain.search.calibration import fitted_floor
+from vault_brain.text.analysis import script_of_language
 
 if TYPE_CHECKING:
     import numpy as np
@@ -105,15 +105,15 @@ class Fit:
             return None
 
 
-def fit_tier(index: Any, embedder: Embedder, tier: str, cache: Cache | None = None) -> Fit | None:
+def fit_tier(index: Index, embedder: Embedder, tier: str, cache: Cache | None = None) -> Fit | None:
     """Ask the bank of the vault's `tier` vectors (embedded by `embedder`): the best
     cosine of each question, per language. None when the tier holds no vectors of this
     model (nothing to measure yet). The questions are embedded outside any read, once per
     model on this machine when a `cache` (embed/cache.py) keeps their vectors."""
     bank = load_bank()
     with index.read() as r:
-        held = r.vectors_model(TIERS[tier])
-        notes = r.note_count()
+        held = r.vectors_model(tier)
+        notes = r.counts().notes
     if held is None or held[0] != embedder.name or notes == 0:
         return None
     questions = [q for qs in bank.values() for q in qs]
@@ -125,8 +125,8 @@ def fit_tier(index: Any, embedder: Embedder, tier: str, cache: Cache | None = No
             for vector in vectors[at : at + len(qs)]:
                 if not vector.any():
                     continue  # a model that knows none of the words: no cosine to learn from
-                found = r.search_vectors(
-                    embedder.name, vector, NO_FILTERS, 1, TIERS[tier], noise=False
+                found = r.nearest_chunks(
+                    embedder.name, vector, NO_FILTERS, k=1, tier=tier, noise=False
                 )
                 if found.hits:
                     tops.setdefault(lang, []).append(found.hits[0].score)
@@ -159,7 +159,6 @@ def _bank_vectors(embedder: Embedder, questions: list[str], cache: Cache | None)
     return vectors
 
 
-def stored_fit(reads: Any, tier: str) -> Fit | None:
-    """The fit kept in the index for `tier`, remembered on a reader connection until the
-    index changes."""
-    return reads.per_version(meta_key(tier), lambda: Fit.from_json(reads.get_meta(meta_key(tier))))
+def stored_fit(reads: Meta, tier: str) -> Fit | None:
+    """The fit kept in the index for `tier`, remembered until the index changes."""
+    return reads.parsed_meta(meta_key(tier), Fit.from_json)

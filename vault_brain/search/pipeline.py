@@ -13,15 +13,14 @@ from typing import Any
 
 from vault_brain import log
 from vault_brain.config import SearchSettings
-from vault_brain.index.db import SqliteIndex
+from vault_brain.index.port import Hydration, Index
 from vault_brain.index.records import Filters
-from vault_brain.index.store import Reads
-from vault_brain.index.text import query_terms
 from vault_brain.records import Hit
 from vault_brain.search.base import Arm, ArmResult, NoteHit, Request
 from vault_brain.search.calibration import confidence, text_evidence
 from vault_brain.search.fusion import FUSERS
 from vault_brain.search.snippets import make_snippet
+from vault_brain.text.analysis import query_terms
 
 # Which arms each mode runs; a mode whose arms all step aside falls back to full text.
 MODE_ARMS = {"hybrid": ("fts", "vector"), "fts": ("fts",), "vector": ("vector",)}
@@ -36,7 +35,7 @@ class Found:
 
 
 class SearchPipeline:
-    def __init__(self, index: SqliteIndex, settings: SearchSettings, arms: Sequence[Arm]) -> None:
+    def __init__(self, index: Index, settings: SearchSettings, arms: Sequence[Arm]) -> None:
         self.index = index
         self.settings = settings
         self.arms = {arm.name: arm for arm in arms}
@@ -84,7 +83,7 @@ class SearchPipeline:
 
     def _hydrate(
         self,
-        reads: Reads,
+        reads: Hydration,
         fused: Sequence[NoteHit],
         query: str,
         arms: list[ArmResult] | None,

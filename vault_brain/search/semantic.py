@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING
 from vault_brain.embed.base import Embedder, embed_queries
 from vault_brain.endpoint import waiting_at_most
 from vault_brain.errors import Unavailable
-from vault_brain.index.analysis import detect_language
-from vault_brain.index.store import TIERS, Reads
+from vault_brain.index.port import VectorSearch
+from vault_brain.index.records import INSTANT, STRONG
 from vault_brain.search.base import ArmResult, Request, collapse
 from vault_brain.search.calibration import fitted_scale, vector_evidence
 from vault_brain.search.fit import stored_fit
+from vault_brain.text.analysis import detect_language
 
 if TYPE_CHECKING:
     import numpy as np
@@ -60,21 +61,21 @@ class VectorArm:
         self.strong_backoff = strong_backoff
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-embed")
 
-    def tier(self, reads: Reads) -> tuple[str, Embedder | None, object]:
+    def tier(self, reads: VectorSearch) -> tuple[str, Embedder | None, object]:
         """Which tier answers now: the strong one when it covers the vault, else instant."""
         if self.strong is not None and not self.strong_backoff.waiting():  # type: ignore[union-attr]
-            held = reads.vectors_model(TIERS["strong"])
+            held = reads.vectors_model(STRONG)
             if held is not None and held[0] == self.strong.name:
                 if reads.strong_covers(STRONG_TAKEOVER):
-                    return "strong", self.strong, self.strong_backoff
-        return "instant", self.embedder, self.backoff
+                    return STRONG, self.strong, self.strong_backoff
+        return INSTANT, self.embedder, self.backoff
 
-    def _ready(self, reads: Reads) -> _Ready | str:
+    def _ready(self, reads: VectorSearch) -> _Ready | str:
         """The tier that answers now and what it needs, or why the arm steps aside."""
         tier_name, embedder, backoff = self.tier(reads)
         if embedder is None:
             return "no embedding provider configured"
-        held = reads.vectors_model(TIERS[tier_name])
+        held = reads.vectors_model(tier_name)
         if held is None or held[0] != embedder.name:
             return "vectors are not built yet"
         if backoff.waiting():  # type: ignore[attr-defined]
@@ -82,7 +83,7 @@ class VectorArm:
             return "embedding endpoint unavailable; retrying in the background"
         return _Ready(tier_name, embedder, backoff, held[1])
 
-    def begin(self, reads: Reads, request: Request) -> None:
+    def begin(self, reads: VectorSearch, request: Request) -> None:
         """Ask a remote endpoint for the query's vector while the full-text arm ranks
         (hybrid): the wait for the network then costs no wall time of its own.
 
@@ -96,7 +97,7 @@ class VectorArm:
             future = self._pool.submit(_query_vectors, ready.embedder, [request.query])
             request.begun[self.name] = (ready, future)
 
-    def retrieve(self, reads: Reads, request: Request) -> ArmResult:
+    def retrieve(self, reads: VectorSearch, request: Request) -> ArmResult:
         ready, future = request.begun.get(self.name) or (self._ready(reads), None)
         if isinstance(ready, str):
             return self._aside(ready)
@@ -114,12 +115,12 @@ class VectorArm:
         if not vector.any():
             return ArmResult(self.name, [])  # the model knows none of the query's words
         scale, calibrated = self._scale(reads, ready.tier, embedder, request.query)
-        found = reads.search_vectors(
+        found = reads.nearest_chunks(
             embedder.name,
             vector,
             request.filters,
-            request.depth,
-            TIERS[ready.tier],
+            k=request.depth,
+            tier=ready.tier,
             noise=scale is None,
         )
         hits = collapse(found.hits)
@@ -129,7 +130,7 @@ class VectorArm:
         return ArmResult(self.name, hits, tier=ready.tier, evidence=evidence, calibrated=calibrated)
 
     def _scale(
-        self, reads: Reads, tier: str, embedder: Embedder, query: str
+        self, reads: VectorSearch, tier: str, embedder: Embedder, query: str
     ) -> tuple[tuple[float, float] | None, bool]:
         """(cosine scale, whether it was measured) for this query: the vault's own fit in
         the query's language (search/fit.py) when the index holds one for this model, else

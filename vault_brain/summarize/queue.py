@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from vault_brain import log
 from vault_brain.config import Settings
 from vault_brain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unavailable
-from vault_brain.index.db import SqliteIndex
+from vault_brain.index.port import Index
 from vault_brain.index.records import PendingSummary
 from vault_brain.vault import writer
 from vault_brain.vault.note import UnreadableNote, parse_note
@@ -47,7 +47,7 @@ def _now() -> str:
 class SummaryQueue:
     def __init__(
         self,
-        index: SqliteIndex,
+        index: Index,
         settings: Settings,
         summarizer: Summarizer,
         resync: Callable[[Iterable[str]], object],

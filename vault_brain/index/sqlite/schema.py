@@ -3,7 +3,7 @@ the index is disposable, so a new version simply rebuilds from the files."""
 
 SCHEMA_VERSION = 8
 
-# FTS5 tokenizer: unicode61 with diacritics removed, fed with text that index/analysis.py
+# FTS5 tokenizer: unicode61 with diacritics removed, fed with text that text/analysis.py
 # has already analysed per language (stemmed, stopwords dropped, CJK and Thai cut into
 # bigrams). Marks (M*) are word characters, so Devanagari vowel signs and Thai tone marks
 # stay inside their words.

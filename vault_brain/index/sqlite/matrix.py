@@ -18,7 +18,7 @@ import numpy as np
 from vault_brain.index.records import ChunkHit, Filters, VectorHits
 
 if TYPE_CHECKING:
-    from vault_brain.index.store import Reads, Tier
+    from vault_brain.index.sqlite.store import Reads
 
 MAX_ROWS = 400_000
 MAD_TO_SIGMA = 1.4826  # a normal distribution's standard deviation from its MAD
@@ -45,7 +45,7 @@ class VectorMatrix:
         snap = self._snapshot
         return 0 if snap is None or snap.matrix is None else len(snap.chunks)
 
-    def _current(self, reads: Reads, model: str, tier: Tier) -> _Snapshot:
+    def _current(self, reads: Reads, model: str, tier: str) -> _Snapshot:
         key = (model, reads.vector_epoch(tier))
         snap = self._snapshot
         if snap is not None and snap.key == key:
@@ -77,7 +77,7 @@ class VectorMatrix:
         vector: np.ndarray,
         filters: Filters,
         k: int,
-        tier: Tier,
+        tier: str,
         noise: bool = True,
     ) -> VectorHits | None:
         """Top k chunks by cosine (vectors are unit length: a dot product), with the noise

@@ -1,7 +1,8 @@
 """Language-aware text analysis for the full-text arm: pure functions, no SQL.
 
-FTS5 only splits text into words; it knows no language. This module turns text into the
-terms the FTS table stores and matches, the same way at index and at query time:
+An index's full-text engine only splits text into words; it knows no language. This module
+turns text into the terms the index stores and matches, the same way at index and at query
+time (every backend is fed and asked the same terms):
 
 - NFKC and lower case; words are runs of letters, marks and digits (so Devanagari vowel
   signs and Thai tone marks stay inside their word, which FTS5's default does not do).
@@ -15,9 +16,9 @@ terms the FTS table stores and matches, the same way at index and at query time:
 A note's language comes from its frontmatter (`lang:` / `language:`), else from a cheap
 detector (the script of its letters, then stopword profiles for scripts that many
 languages share), else from the configured languages. The query side never knows which
-note it is after: it analyses the query for every language of the vault and ORs the
-forms of each term, `("notiz" OR "notizen") OR ...`, every form quoted, so no FTS5
-syntax ever comes from user text.
+note it is after: it analyses the query for every language of the vault, each word as the
+group of its forms (`("notiz", "notizen")`); a backend ORs the forms of a group and the
+groups (SQLite quotes every form, so no FTS5 syntax ever comes from user text).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from functools import cache, lru_cache
 import regex
 import Stemmer
 
-from vault_brain.index.stopwords import STOPWORDS
+from vault_brain.text.stopwords import STOPWORDS
 
 # Bump on any change to what analyze() produces: the index stores it and rebuilds on a
 # mismatch (see identity()).
@@ -371,6 +372,17 @@ def words(text: str) -> list[str]:
     return out
 
 
+_ANY_STOPWORD = frozenset().union(*STOPWORDS.values())
+
+
+def query_terms(query: str) -> list[str]:
+    """The words of a question, lowercased and unique, in order (CJK as bigrams), without
+    stopwords of any language unless nothing else is left. For highlighting snippets."""
+    terms = list(dict.fromkeys(words(query)))
+    content = [t for t in terms if t not in _ANY_STOPWORD] or terms
+    return content[:MAX_QUERY_TERMS]
+
+
 def analyze(text: str, lang: str) -> str:
     """Text as the FTS table stores it for a note in `lang`: space-separated terms."""
     text = _normalize(text)
@@ -651,24 +663,6 @@ def query_forms(
 def _query_form(word: str, lang: str) -> str:
     stemmer = _language(lang).stemmer
     return (stemmer.stemWord(_premap(lang, word)) or word) if stemmer else word
-
-
-def match_expression(terms: Sequence[tuple[str, ...]]) -> str | None:
-    """Terms as an FTS5 MATCH expression: the forms of a term ORed in parentheses, terms
-    ORed (bm25 then ranks by how many terms a text has); every form quoted."""
-    if not terms:
-        return None
-    groups = []
-    for forms in terms:
-        quoted = [_quote(form) for form in forms]
-        groups.append(quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")")
-    return " OR ".join(groups)
-
-
-def _quote(form: str) -> str:
-    """A form as an FTS5 string; a trailing "*" (from query_grams) makes it a prefix."""
-    star = "*" if form.endswith("*") else ""
-    return '"' + form.rstrip("*").replace('"', '""') + '"' + star
 
 
 def identity(configured: Sequence[str]) -> str:

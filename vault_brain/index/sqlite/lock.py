@@ -1,4 +1,5 @@
-"""One indexer per vault: an OS file lock in the index folder.
+"""One indexer per vault, for the SQLite backend: an OS file lock beside the index file
+(index/port.py's `RoleLock`).
 
 Several processes may open one vault (a stdio server per client window plus a watcher).
 The first to take `<index dir>/indexer.lock` writes the index; the others only read. The
@@ -17,39 +18,16 @@ from __future__ import annotations
 import json
 import os
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 import filelock
 
 from vault_brain import log
-from vault_brain.config import Settings
 from vault_brain.errors import Unavailable
+from vault_brain.index.records import Holder
 
-LOCK_NAME = "indexer.lock"
+LOCK_NAME = "indexer.lock"  # beside the index file it guards (default <vault>/.vault-brain/)
 HOLDER_SUFFIX = ".json"  # indexer.lock.json: who holds the lock
-# Roles: "watch" (a watcher in `watch` or `serve`: keeps the index in step while it runs),
-# "index" (an explicit pass: `vault-brain index`), "refresh" (a one-shot read catching up).
-WATCH, INDEX, REFRESH = "watch", "index", "refresh"
-
-
-@dataclass(frozen=True)
-class Holder:
-    """The process holding the indexer lock; pid and role are None when it did not say
-    (a vault-brain from before the record, or a holder in the instant it took the lock)."""
-
-    pid: int | None
-    role: str | None
-
-    @property
-    def keeps_in_step(self) -> bool:
-        """A watcher, which keeps the index in step for as long as it runs."""
-        return self.role in (WATCH, None)
-
-
-def indexer_lock_path(settings: Settings) -> Path:
-    """The lock lives next to the index it guards (default <vault>/.vault-brain/)."""
-    return settings.index_path.parent / LOCK_NAME
 
 
 class IndexerLock:
@@ -69,6 +47,10 @@ class IndexerLock:
             # Keeping the file avoids the unlink-while-another-waits race of deleting it.
             preserve_lock_file=True,
         )
+
+    @property
+    def where(self) -> str:
+        return str(self.path)
 
     @property
     def held(self) -> bool:
@@ -100,48 +82,47 @@ class IndexerLock:
             self._lock.release(force=True)
             log.event("indexer_lock_released", path=str(self.path), pid=os.getpid())
 
+    def taken(self) -> bool:
+        """True when some process (maybe this one) holds the lock.
+
+        Readers use it to decide whether to sync before a search themselves. The probe takes
+        and drops the lock at once; a would-be indexer that loses that instant race simply
+        retries on its next attempt.
+        """
+        if self.held:
+            return True
+        if not self.path.exists():
+            return False
+        probe = filelock.FileLock(
+            str(self.path), thread_local=False, blocking=False, preserve_lock_file=True
+        )
+        try:
+            probe.acquire(blocking=False)
+        except filelock.Timeout:
+            return True
+        except OSError:
+            return False
+        probe.release(force=True)
+        return False
+
+    def holder(self) -> Holder | None:
+        """Who holds the lock (maybe this process), or None when nobody does."""
+        if not self.taken():
+            return None
+        try:
+            record = json.loads(_holder_path(self.path).read_text("utf-8"))
+            pid, role = record.get("pid"), record.get("role")
+            return Holder(
+                pid if isinstance(pid, int) else None, role if isinstance(role, str) else None
+            )
+        except (OSError, ValueError, AttributeError):
+            return Holder(None, None)
+
     def __enter__(self) -> IndexerLock:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.release()
-
-
-def indexer_alive(settings: Settings) -> bool:
-    """True when some process (maybe this one) holds the indexer lock.
-
-    Readers use it to decide whether to sync before a search themselves. The probe takes
-    and drops the lock at once; a would-be indexer that loses that instant race simply
-    retries on its next attempt.
-    """
-    path = indexer_lock_path(settings)
-    if not path.exists():
-        return False
-    probe = filelock.FileLock(
-        str(path), thread_local=False, blocking=False, preserve_lock_file=True
-    )
-    try:
-        probe.acquire(blocking=False)
-    except filelock.Timeout:
-        return True
-    except OSError:
-        return False
-    probe.release(force=True)
-    return False
-
-
-def indexer_holder(settings: Settings) -> Holder | None:
-    """Who holds the indexer lock (maybe this process), or None when nobody does."""
-    if not indexer_alive(settings):
-        return None
-    try:
-        record = json.loads(_holder_path(indexer_lock_path(settings)).read_text("utf-8"))
-        pid, role = record.get("pid"), record.get("role")
-        return Holder(
-            pid if isinstance(pid, int) else None, role if isinstance(role, str) else None
-        )
-    except (OSError, ValueError, AttributeError):
-        return Holder(None, None)
 
 
 def _holder_path(lock_path: Path) -> Path:

@@ -1,75 +1,26 @@
-"""Language-aware analysis (index/analysis.py): stemming, stopwords, scripts, detection, and
-queries that match notes whatever their language, on real FTS5 tables and a real Brain."""
+"""Language-aware analysis (text/analysis.py): stemming, stopwords, scripts, detection,
+the words of a question, and queries that find notes whatever their language through a real
+Brain. How a backend matches the analysed terms is tested with the backend
+(tests/index/sqlite/test_fts_match.py for SQLite's FTS5)."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
-import sqlean
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vault_brain.index import analysis
-from vault_brain.index.analysis import (
+from vault_brain.text import analysis
+from vault_brain.text.analysis import (
     analyze,
     detect_language,
     frontmatter_language,
-    match_expression,
     normalize_language,
     note_language,
     query_forms,
+    query_terms,
 )
-from vault_brain.index.schema import FTS_TOKENIZE
-
-# A plural or inflected form in a note and the base form in a question (or the reverse):
-# the Snowball stemmer of each language must bring them together.
-INFLECTIONS = [
-    ("en", "My notes on linking", "note linked"),
-    ("de", "Alle Notizen im Ordner", "Notiz"),
-    ("fr", "Les liens entre les notes", "lien"),
-    ("es", "Los enlaces internos", "enlace"),
-    ("ru", "Все заметки в папке", "заметка"),
-    ("it", "I collegamenti interni", "collegamento"),
-    ("pt", "Os arquivos do cofre", "arquivo"),
-    ("nl", "De notities in de map", "notitie"),
-    ("sv", "Alla anteckningar i valvet", "anteckning"),
-    ("da", "Noterne i mappen", "noter"),
-    ("no", "Notatene i mappen", "notat"),
-    ("fi", "Kaikki muistiinpanot", "muistiinpano"),
-    ("hu", "A fájlok a mappában", "fájl"),
-    ("ro", "Toate notițele din seif", "notiță"),
-    ("tr", "Tüm notlar klasörde", "not"),
-    ("pl", "Wszystkie notatki w folderze", "notatka"),
-    ("cs", "Všechny poznámky ve složce", "poznámka"),
-    ("ca", "Totes les notes de la carpeta", "nota"),
-    ("id", "Semua catatannya di folder", "catatan"),
-    ("el", "Όλες οι σημειώσεις", "σημείωση"),
-    ("ar", "جميع الملاحظات في المجلد", "ملاحظة"),
-    ("fa", "همه یادداشت‌ها در پوشه", "یادداشت"),
-    ("hi", "सभी नोटों को देखें", "नोट"),
-]
-
-
-def fts_table(*docs: str):
-    db = sqlean.connect(":memory:")
-    db.execute(f'CREATE VIRTUAL TABLE t USING fts5(body, tokenize = "{FTS_TOKENIZE}")')
-    db.executemany("INSERT INTO t (rowid, body) VALUES (?, ?)", enumerate(docs, 1))
-    return db
-
-
-def found(db, query: str, languages) -> list[int]:
-    match = match_expression(query_forms(query, languages))
-    if match is None:
-        return []
-    rows = db.execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t)", (match,))
-    return [r for (r,) in rows]
-
-
-@pytest.mark.parametrize(("lang", "note", "query"), INFLECTIONS, ids=[i[0] for i in INFLECTIONS])
-def test_an_inflected_form_finds_its_note(lang, note, query):
-    db = fts_table(analyze(note, lang), analyze("something else entirely", "en"))
-    assert found(db, query, [lang]) == [1]
 
 
 @pytest.mark.parametrize(
@@ -97,54 +48,13 @@ def test_a_language_without_a_stemmer_keeps_its_words():
     assert analyze("Усі нотатки", "uk").split() == ["усі", "нотатки"]
 
 
-def test_diacritics_are_folded_by_fts_so_a_query_without_them_matches():
-    db = fts_table(analyze("Résumé de la réunion", "fr"))
-    assert found(db, "resume reunion", ["fr"]) == [1]
-
-
-@pytest.mark.parametrize(
-    ("lang", "note", "query"),
-    [
-        ("zh", "我们讨论了向量数据库的设计", "向量数据库"),
-        ("ja", "ノートを削除する方法について", "ノートの削除"),
-        ("ko", "노트를 삭제하는 방법", "노트 삭제"),
-        ("th", "การตั้งค่าโน้ตของคุณ", "ตั้งค่าโน้ต"),
-        ("km", "ការកំណត់កំណត់ត្រារបស់អ្នក", "ការកំណត់"),
-    ],
-)
-def test_scripts_without_spaces_are_found_by_their_ngrams(lang, note, query):
-    db = fts_table(analyze(note, lang), analyze("Something else entirely", "en"))
-    assert found(db, query, [lang, "en"]) == [1]
-
-
-def test_a_thai_word_shorter_than_a_trigram_is_found_by_prefix():
-    db = fts_table(analyze("การตั้งค่าโน้ตของคุณ", "th"), analyze("อื่น ๆ", "th"))
-    assert found(db, "โน้ต", ["th"]) == [1]
-
-
 def test_devanagari_vowel_signs_stay_inside_their_word():
     assert analyze("हिन्दी भाषा", "hi").split() == [analysis.stem("हिन्दी", "hi"), "भाष"]
-
-
-# --- the query side does not know the note's language -------------------------------------
-
-
-def test_a_query_finds_notes_in_every_language_of_the_vault():
-    db = fts_table(
-        analyze("Gelöschte Notizen wiederherstellen", "de"),
-        analyze("Restoring deleted notes", "en"),
-        analyze("Удалённые заметки можно восстановить", "ru"),
-    )
-    languages = ["en", "de", "ru"]
-    assert found(db, "Notiz", languages) == [1]
-    assert found(db, "deleting a note", languages) == [2]
-    assert found(db, "заметка", languages) == [3]
 
 
 def test_each_term_ors_its_forms_in_the_vault_languages():
     terms = query_forms("Notizen", ["de", "en"])
     assert terms == [("notiz", "notizen")]
-    assert match_expression(terms) == '("notiz" OR "notizen")'
 
 
 def test_stopwords_of_the_question_language_are_dropped_from_the_query():
@@ -157,15 +67,6 @@ def test_stopwords_of_the_question_language_are_dropped_from_the_query():
 def test_a_question_of_stopwords_only_keeps_them():
     assert query_forms("what is it", ["en"]) == [("what",), ("i",), ("it",)]  # stems
 
-
-def test_fts_syntax_in_a_question_is_quoted_away():
-    match = match_expression(query_forms('NEAR(a b) OR "x" AND body:y* -z', ["en", "de"]))
-    db = fts_table(analyze("a body of text", "en"))
-    db.execute("SELECT rowid FROM t WHERE t MATCH ?", (match,)).fetchall()
-    assert "NEAR(" not in match and ":" not in match
-
-
-# --- detection ----------------------------------------------------------------------------
 
 TEXTS = {
     "en": "You can link notes to each other and see which notes link back to the one you are in.",
@@ -257,9 +158,6 @@ def test_the_analyser_identity_names_version_and_languages():
     assert analysis.identity([]) != analysis.identity(["en"])
 
 
-# --- through a real Brain -----------------------------------------------------------------
-
-
 def test_a_german_inflection_is_found_through_brain(vault, make_brain):
     vault.write(
         "Notizen verwalten.md",
@@ -321,3 +219,46 @@ def test_threads_analysing_at_once_get_what_one_thread_gets():
 def test_ascii_text_splits_into_the_words_of_letters_and_digits(text):
     # ASCII takes a translate-and-split path: the same words as the regex that defines them.
     assert analysis._split_words(text) == re.findall(r"[A-Za-z0-9]+", text)
+
+
+def test_cjk_run_becomes_overlapping_bigrams_with_a_tail():
+    assert analyze("向量数据库", "en").split() == ["向量", "量数", "数据", "据库", "库"]
+
+
+def test_single_cjk_character_stays_itself():
+    assert analyze("我 like tea", "en").split() == ["我", "like", "tea"]
+
+
+def test_cjk_run_is_separated_from_adjacent_latin_text():
+    assert analyze("abc中文def", "en").split() == ["abc", "中文", "文", "def"]
+
+
+def test_kana_and_hangul_become_bigrams():
+    assert analyze("ひらがな", "en").split()[:3] == ["ひら", "らが", "がな"]
+    assert analyze("한국어", "en").split()[:2] == ["한국", "국어"]
+
+
+def test_text_is_lowercased_split_and_stemmed_without_stopwords():
+    text = "Hello, wörld! The Notes — snake_case\n\n# Heading"
+    assert analyze(text, "en").split() == ["hello", "wörld", "note", "snake", "case", "head"]
+
+
+def test_query_drops_stopwords():
+    assert query_terms("What is the release checklist?") == ["release", "checklist"]
+
+
+def test_query_of_only_stopwords_keeps_them():
+    assert query_terms("what is it") == ["what", "is", "it"]
+
+
+def test_query_terms_are_lowercased_and_unique():
+    assert query_terms("Release release RELEASE notes") == ["release", "notes"]
+
+
+def test_query_splits_on_underscore_and_punctuation_like_unicode61():
+    assert query_terms("snake_case x-ray v1.2") == ["snake", "case", "x", "ray", "v1", "2"]
+
+
+def test_query_terms_are_capped():
+    question = " ".join(f"term{i}" for i in range(100))
+    assert len(query_terms(question)) == analysis.MAX_QUERY_TERMS

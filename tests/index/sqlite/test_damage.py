@@ -14,7 +14,7 @@ import time
 import pytest
 
 from vault_brain.errors import Unavailable
-from vault_brain.index.db import connect
+from vault_brain.index.sqlite.db import connect
 
 
 def write_notes(vault, count: int = 400) -> None:
@@ -47,7 +47,7 @@ def test_damaged_full_text_pages_are_found_and_rebuilt_on_the_next_pass(vault, m
     brain = make_brain()
     want, before = answers(brain), brain.snapshot()
     brain.close()
-    damage_fts(brain.index_path)
+    damage_fts(brain.settings.index_path)
     repaired = make_brain(sync=False, index={"fresh_read_seconds": 3600})
     repaired.sync()
     assert answers(repaired) == want
@@ -61,7 +61,7 @@ def test_a_read_that_meets_damage_rebuilds_where_nobody_indexes_and_answers(vaul
     brain = make_brain()
     want = answers(brain)
     brain.close()
-    damage_fts(brain.index_path)
+    damage_fts(brain.settings.index_path)
     damaged = make_brain(sync=False, index={"fresh_read_seconds": 3600})
     assert [answers(damaged) for _ in range(3)] == [want, want, want]
 
@@ -71,7 +71,7 @@ def test_a_read_that_meets_damage_while_another_process_indexes_says_unavailable
     brain = make_brain()
     want = answers(brain)
     brain.close()
-    damage_fts(brain.index_path)
+    damage_fts(brain.settings.index_path)
     indexer = make_brain(sync=False, index={"fresh_read_seconds": 3600})
     assert indexer.indexer.lock.try_acquire()  # as a running watcher or server holds it
     reader = make_brain(sync=False, index={"fresh_read_seconds": 3600})
@@ -120,7 +120,7 @@ def test_full_text_pages_damaged_on_disk_are_rebuilt_by_the_next_pass(vault, mak
     brain = make_brain()
     want, before = answers(brain), brain.snapshot()
     brain.close()
-    damage_pages(brain.index_path)
+    damage_pages(brain.settings.index_path)
     repaired = make_brain(sync=False, index={"fresh_read_seconds": 3600})
     repaired.sync()
     assert answers(repaired) == want
@@ -132,7 +132,7 @@ def test_a_watcher_rebuilds_full_text_pages_damaged_on_disk(vault, make_brain):
     brain = make_brain()
     want = answers(brain)
     brain.close()
-    damage_pages(brain.index_path)
+    damage_pages(brain.settings.index_path)
     served = make_brain(sync=False, index={"fresh_read_seconds": 3600})
     served.start_watching()  # its first pass checks the full text
     deadline = time.monotonic() + 120

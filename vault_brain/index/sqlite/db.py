@@ -1,4 +1,5 @@
-"""Opening the sidecar: a SQLite binding that can load sqlite-vec, pragmas, schema, recovery.
+"""The SQLite backend's index (index/port.py's `Index`): a SQLite binding that can load
+sqlite-vec, pragmas, schema, recovery, and the connections it lends out.
 
 Many Pythons (pyenv's default build, macOS's system Python, this machine's) ship a
 `sqlite3` that cannot load extensions. We use it when it can, and fall back to
@@ -18,9 +19,10 @@ from types import ModuleType
 from typing import Any
 
 from vault_brain import log
-from vault_brain.errors import Unavailable, disk_full
-from vault_brain.index.schema import SCHEMA, SCHEMA_VERSION
-from vault_brain.index.store import Reads, Writes
+from vault_brain.errors import IndexDamaged, Unavailable, disk_full
+from vault_brain.index.sqlite.lock import LOCK_NAME, IndexerLock
+from vault_brain.index.sqlite.schema import SCHEMA, SCHEMA_VERSION
+from vault_brain.index.sqlite.store import Reads, Writes
 
 Connection = Any  # sqlite3.Connection or sqlean.Connection: the same DB-API shape
 
@@ -158,10 +160,6 @@ def _create_schema(conn: Connection) -> None:
         raise
 
 
-class IndexDamaged(Unavailable):
-    """The index file is damaged; it is rebuilt from the files (nothing is lost)."""
-
-
 def is_damage(exc: BaseException) -> bool:
     text = str(exc).lower()
     return "malformed" in text or "not a database" in text or "corrupt" in text
@@ -181,7 +179,7 @@ def index_error(exc: BaseException, path: Path, doing: str) -> Unavailable:
     return Unavailable(f"the index {path} cannot be {doing}: {exc}")
 
 
-def open_index(path: Path) -> Connection:
+def open_database(path: Path) -> Connection:
     """Open (or build) the index. Wrong schema version → rebuilt; damaged file → moved
     aside and rebuilt; a folder or file that cannot be used → Unavailable, said plainly."""
     try:
@@ -309,29 +307,44 @@ class ReaderPool:
 
 class SqliteIndex:
     """The sidecar: one write connection used under one lock, a bounded pool of readers,
-    and the in-memory copy of the vectors. Nothing outside index/ sees a connection: it
-    reads through `read()` and writes through `transaction()`."""
+    and the in-memory copy of the vectors. Nothing outside index/sqlite/ sees a connection:
+    it reads through `read()` and writes through `transaction()` (index/port.py's Index)."""
 
     def __init__(self, path: Path, *, readers: int = READERS, one_shot: bool = False) -> None:
         self.path = Path(path)
         # A one-shot process (a CLI command) searches once: it asks sqlite-vec for the
         # nearest chunks instead of reading every vector into memory first.
         self.one_shot = one_shot
-        self._conn = open_index(self.path)
+        self._conn = open_database(self.path)
         self._write_lock = threading.Lock()
         self._wal_overgrown = False  # a write failed on a full disk: see transaction()
         self._matrices: dict[str, Any] = {}
         self._pool = ReaderPool(lambda: connect(self.path), readers)
         self._closed = False
+        # One indexer per vault: an flock beside the index file (index/sqlite/lock.py).
+        self._lock = IndexerLock(self.path.parent / LOCK_NAME)
 
-    def matrix_of(self, tier: Any) -> Any:
-        """A tier's in-memory vectors (index/matrix.py), made on first use: a process that
-        only searches full text never imports numpy."""
-        matrix = self._matrices.get(tier.name)
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
+    @property
+    def folder(self) -> Path:
+        """index.db, its -wal and -shm and the indexer lock live here."""
+        return self.path.parent
+
+    @property
+    def indexer_lock(self) -> IndexerLock:
+        return self._lock
+
+    def matrix_of(self, tier: str) -> Any:
+        """A tier's in-memory vectors (index/sqlite/matrix.py), made on first use: a process
+        that only searches full text never imports numpy."""
+        matrix = self._matrices.get(tier)
         if matrix is None:
-            from vault_brain.index.matrix import VectorMatrix
+            from vault_brain.index.sqlite.matrix import VectorMatrix
 
-            matrix = self._matrices.setdefault(tier.name, VectorMatrix())
+            matrix = self._matrices.setdefault(tier, VectorMatrix())
         return matrix
 
     def vectors_in_memory(self) -> int:
@@ -385,14 +398,43 @@ class SqliteIndex:
                 # failed again. Now that a write went through, give it back.
                 self._wal_overgrown = not _give_back_wal(conn)
 
-    def checkpoints_elsewhere(self, yes: bool = True) -> None:
-        """Say that a background thread calls `checkpoint()` after writes: a commit then
+    # -- chores (index/port.py: maintain, maintain_in_background, repair) ------------------
+
+    def maintain(self) -> None:
+        """Copy the WAL the saves and syncs wrote into the database (see checkpoint)."""
+        self.checkpoint()
+
+    def maintain_in_background(self, on: bool = True) -> None:
+        """Say that a background thread calls `maintain()` after writes: a commit then
         copies the WAL into the database only past FAR_CHECKPOINT_PAGES (a stalled thread),
         so a save no longer pays the copy and its syncs (84-108 ms when it fell to one)."""
-        pages = FAR_CHECKPOINT_PAGES if yes else AUTOCHECKPOINT_PAGES
+        pages = FAR_CHECKPOINT_PAGES if on else AUTOCHECKPOINT_PAGES
         with self._write_lock:
             if not self._closed:
                 self._conn.execute(f"PRAGMA wal_autocheckpoint = {pages}")
+
+    def repair(self, emptied: Callable[[Writes], None] | None = None) -> bool:
+        """FTS5's integrity check: damaged pages give wrong answers silently, so damaged
+        full-text tables are dropped and made anew (empty), `emptied` called in that
+        transaction; True then, and the caller's next pass must index every note again."""
+        try:
+            with self.transaction() as w:
+                w.check_text_index()
+            return False
+        except IndexDamaged as exc:
+            log.warn("index_damaged", part="full text", error=log.cut(exc.message, 200))
+        try:
+            with self.transaction() as w:
+                w.reset_text_index()
+                if emptied is not None:
+                    emptied(w)
+        except IndexDamaged:
+            # The tables' own pages are damaged: DROP, which walks them, cannot free them.
+            with self.transaction() as w:
+                w.forget_text_index()
+                if emptied is not None:
+                    emptied(w)
+        return True
 
     def checkpoint(self) -> tuple[bool, int]:
         """Copy the WAL into the database without waiting for readers or writers (PASSIVE),

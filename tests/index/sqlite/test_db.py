@@ -1,11 +1,15 @@
-"""The sidecar file: a binding that loads sqlite-vec everywhere, recovery from damage."""
+"""The SQLite backend's file: a binding that loads sqlite-vec everywhere, recovery from
+damage, reader connections, and the WAL's checkpoints."""
 
 from __future__ import annotations
 
 import sqlite3
 
-from vault_brain.index import db
-from vault_brain.index.schema import SCHEMA_VERSION
+from tests.settle import settle
+from tests.waiting import HANG_SECONDS
+from vault_brain.index.sqlite import db
+from vault_brain.index.sqlite.schema import SCHEMA_VERSION
+from vault_brain.service import Brain
 
 
 def test_a_binding_that_loads_sqlite_vec_is_always_found():
@@ -28,7 +32,7 @@ def test_a_stdlib_sqlite3_without_extension_loading_falls_back_to_sqlean():
 def test_a_corrupt_index_is_moved_aside_and_rebuilt(vault, make_brain):
     vault.write("a.md", "# A\n\nalpaca\n")
     brain = make_brain()
-    path = brain.index_path
+    path = brain.settings.index_path
     brain.close()
     path.write_bytes(b"this is not a SQLite database at all" * 100)
     for suffix in ("-wal", "-shm"):
@@ -44,7 +48,7 @@ def test_a_deleted_index_is_rebuilt_from_the_files(vault, make_brain):
     brain = make_brain()
     before = brain.snapshot()
     brain.close()
-    for f in brain.index_path.parent.glob("index.db*"):
+    for f in brain.settings.index_path.parent.glob("index.db*"):
         f.unlink()
     assert make_brain().snapshot() == before
 
@@ -53,7 +57,7 @@ def test_a_schema_version_mismatch_rebuilds_automatically(vault, make_brain):
     vault.write("a.md", "# A\n\nalpaca\n")
     brain = make_brain()
     brain.close()
-    conn = db.connect(brain.index_path)
+    conn = db.connect(brain.settings.index_path)
     conn.execute(
         "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 99),)
     )
@@ -130,8 +134,8 @@ def _small_commits(index: db.SqliteIndex, count: int) -> None:
 def test_commits_leave_the_checkpoint_to_whoever_said_they_would_do_it(tmp_path):
     """A commit that crosses SQLite's autocheckpoint copies the WAL into the database and
     syncs it: 84-108 ms inside one save. Where a background thread checkpoints instead
-    (`checkpoints_elsewhere`), commits never do it below a far bound, and `checkpoint()`
-    copies the whole WAL on a reader connection."""
+    (`maintain_in_background`), commits never do it below a far bound, and `checkpoint()`
+    (what `maintain()` does) copies the whole WAL on a reader connection."""
     path = tmp_path / "index.db"
     index = db.SqliteIndex(path)
     try:
@@ -139,7 +143,7 @@ def test_commits_leave_the_checkpoint_to_whoever_said_they_would_do_it(tmp_path)
         _small_commits(index, 400)  # ~2,000 WAL frames: past SQLite's 1,000
         assert _database_written(path) != before  # a commit checkpointed
 
-        index.checkpoints_elsewhere()
+        index.maintain_in_background()
         assert index.checkpoint()[0]  # nothing left in the WAL to copy
         before = _database_written(path)
         _small_commits(index, 400)  # and below the far bound
@@ -151,3 +155,24 @@ def test_commits_leave_the_checkpoint_to_whoever_said_they_would_do_it(tmp_path)
             assert r.get_meta("k7") == "x" * 2000
     finally:
         index.close()
+
+
+def test_the_indexer_copies_the_wal_into_the_index_after_saves_not_the_saves(vault, make_settings):
+    """The WAL is copied into the database (and synced) by the background thread a moment
+    after saves, on a reader connection, so no save waits for it; in WAL mode nothing
+    else writes the database file."""
+    with Brain(make_settings()) as brain, brain.indexer as indexer:
+        assert indexer.wait_idle(HANG_SECONDS)
+        database = brain.index.path
+
+        def written() -> tuple[int, int]:
+            return database.stat().st_size, database.stat().st_mtime_ns
+
+        before = written()
+        for n in range(200):
+            brain.save(f"Firing {n}", f"Bisque firing {n} at cone 04, glaze firing after.")
+        settle(brain)  # the watcher has looked at every saved file; the worker is idle again
+        assert written() != before  # the WAL went into the database meanwhile
+        after = written()
+        assert brain.index.checkpoint()[0]  # all of it is in the database now, and ...
+        assert written() == after  # ... it was before this copy: the idle worker had done it

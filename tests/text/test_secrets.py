@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.complexity import assert_linear
-from vault_brain.vault.secrets import find_secret
+from vault_brain.text.secrets import find_secret
 
 # Built from parts so that this file does not itself trip secret scanners.
 GITHUB = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A"

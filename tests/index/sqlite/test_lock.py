@@ -1,4 +1,5 @@
-"""One indexer per vault: the first to take the lock indexes, a dead holder frees it at once."""
+"""One indexer per vault, for the SQLite backend: an flock beside the index file. The first
+to take it indexes; a dead holder frees it at once."""
 
 from __future__ import annotations
 
@@ -13,18 +14,29 @@ import pytest
 
 from vault_brain.config import load_settings
 from vault_brain.errors import Unavailable
-from vault_brain.lock import Holder, IndexerLock, indexer_alive, indexer_holder, indexer_lock_path
+from vault_brain.index.factory import open_index
+from vault_brain.index.records import Holder
+from vault_brain.index.sqlite.lock import IndexerLock
 
 
 def settings_for(vault: Path, **index: str):
     return load_settings(vault=str(vault), env={}, overrides={"index": index})
 
 
+def indexer_lock_path(settings) -> Path:
+    """Where the index the settings name keeps its lock (opening it makes the file)."""
+    index = open_index(settings)
+    try:
+        return Path(index.indexer_lock.where)
+    finally:
+        index.close()
+
+
 HOLDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from vault_brain.lock import IndexerLock
+    from vault_brain.index.sqlite.lock import IndexerLock
     lock = IndexerLock(Path(sys.argv[1]))
     assert lock.try_acquire(sys.argv[2] if len(sys.argv) > 2 else None)
     print("held", flush=True)
@@ -115,30 +127,37 @@ def test_lock_of_a_killed_holder_is_taken_over_at_once(tmp_path):
     lock.release()
 
 
-def test_indexer_alive_is_false_without_a_lock_file(tmp_path):
-    assert not indexer_alive(settings_for(tmp_path))
+def test_the_lock_is_not_taken_without_a_lock_file(tmp_path):
+    assert not IndexerLock(tmp_path / "indexer.lock").taken()
 
 
-def test_indexer_alive_sees_a_holder_in_another_process(tmp_path):
-    settings = settings_for(tmp_path)
-    holder = start_holder(indexer_lock_path(settings))
+def test_the_lock_is_seen_taken_by_a_holder_in_another_process(tmp_path):
+    path = tmp_path / "indexer.lock"
+    holder = start_holder(path)
     try:
-        assert indexer_alive(settings)
+        assert IndexerLock(path).taken()
     finally:
         holder.kill()
         holder.wait()
-    assert not indexer_alive(settings)
+    assert not IndexerLock(path).taken()
 
 
-def test_indexer_alive_probe_does_not_keep_the_lock(tmp_path):
-    settings = settings_for(tmp_path)
-    path = indexer_lock_path(settings)
+def test_the_taken_probe_does_not_keep_the_lock(tmp_path):
+    path = tmp_path / "indexer.lock"
     with IndexerLock(path) as earlier:
         earlier.try_acquire()  # leaves the lock file behind after release
-    assert not indexer_alive(settings)
+    assert not IndexerLock(path).taken()
     lock = IndexerLock(path)
     assert lock.try_acquire()
     lock.release()
+
+
+def test_a_holder_in_this_process_sees_the_lock_taken(tmp_path):
+    lock = IndexerLock(tmp_path / "indexer.lock")
+    assert lock.try_acquire()
+    assert lock.taken() and IndexerLock(lock.path).taken()
+    lock.release()
+    assert not lock.taken()
 
 
 def test_lock_that_cannot_be_created_raises_unavailable(tmp_path):
@@ -149,18 +168,19 @@ def test_lock_that_cannot_be_created_raises_unavailable(tmp_path):
 
 
 def test_the_holder_says_who_it_is_and_what_for(tmp_path):
-    settings = settings_for(tmp_path)
-    holder = start_holder(indexer_lock_path(settings), "index")
+    path = indexer_lock_path(settings_for(tmp_path))
+    reader = IndexerLock(path)  # another process's view of the same lock
+    holder = start_holder(path, "index")
     try:
-        assert indexer_holder(settings) == Holder(holder.pid, "index")
-        assert not indexer_holder(settings).keeps_in_step  # an index run ends; a watcher stays
+        assert reader.holder() == Holder(holder.pid, "index")
+        assert not reader.holder().keeps_in_step  # an index run ends; a watcher stays
     finally:
         holder.kill()
         holder.wait()
-    assert indexer_holder(settings) is None  # its record, left by a kill -9, is not read
-    watcher = IndexerLock(indexer_lock_path(settings))
+    assert reader.holder() is None  # its record, left by a kill -9, is not read
+    watcher = IndexerLock(path)
     assert watcher.try_acquire("watch")
-    assert indexer_holder(settings) == Holder(os.getpid(), "watch")
-    assert indexer_holder(settings).keeps_in_step
+    assert reader.holder() == Holder(os.getpid(), "watch")
+    assert reader.holder().keeps_in_step
     watcher.release()
-    assert not indexer_lock_path(settings).with_name("indexer.lock.json").exists()
+    assert not path.with_name("indexer.lock.json").exists()

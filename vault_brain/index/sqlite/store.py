@@ -1,19 +1,23 @@
-"""Named queries over the SQLite sidecar: the only SQL in vault-brain.
+"""Named queries over the SQLite sidecar: the SQLite backend's answers to the port.
 
-`Reads` holds the queries a reader runs, `Writes` (a `Reads` too) the ones that change the
-index; `SqliteIndex` (index/db.py) lends them out over its connections. Callers never build
+`Reads` answers every read role of index/port.py, `Writes` (a `Reads` too) every write role;
+`SqliteIndex` (index/sqlite/db.py) lends them out over its connections. Callers never build
 SQL and never see a connection: they call these methods with records (index/records.py).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+from vault_brain.errors import InvalidInput
+from vault_brain.index.links import link_keys
 from vault_brain.index.records import (
+    INSTANT,
     ChunkHit,
     ChunkRow,
     Counts,
@@ -26,13 +30,16 @@ from vault_brain.index.records import (
     PendingSummary,
     StoredStat,
     TextQuery,
+    TextRanking,
     VectorHits,
 )
+from vault_brain.index.sqlite import fulltext
+from vault_brain.index.text import languages_of
 
 if TYPE_CHECKING:
     import numpy as np
 
-Connection = object  # a DB-API connection of the binding index/db.py picked
+Connection = object  # a DB-API connection of the binding index/sqlite/db.py picked
 T = TypeVar("T")
 
 VECTOR_TABLE = "chunk_vectors"  # the instant tier's table (kept for tests and tools)
@@ -43,7 +50,7 @@ class Tier:
     """Where one embedding tier keeps its vectors: two models are never in one table, and
     a vector is only ever compared with vectors of its own tier (and model)."""
 
-    name: str  # "instant" | "strong"
+    name: str  # "instant" | "strong" (index/records.py's TIERS)
     table: str  # the vec0 table
     state: str  # the chunks column: 0 pending, 1 embedded
     meta: str  # prefix of its meta keys (<meta>_model, <meta>_dim, <meta>_epoch)
@@ -53,7 +60,6 @@ TIERS = {
     "instant": Tier("instant", VECTOR_TABLE, "vec_state", "embed"),
     "strong": Tier("strong", "chunk_vectors_strong", "strong_state", "strong"),
 }
-INSTANT = TIERS["instant"]
 NOW_SQL = "((julianday('now') - 2440587.5) * 86400.0)"  # Unix time, in any SQLite
 # Column weights for bm25(): title, heading path, body.
 FTS_WEIGHTS = (2.0, 1.0, 1.0)
@@ -95,11 +101,8 @@ def filter_sql(filters: Filters, alias: str = "n") -> tuple[str, list[object]]:
 
 
 def match_expression(query: TextQuery) -> str:
-    """FTS5 MATCH text for an analysed query: every form quoted (no syntax from user text;
-    a trailing * makes a prefix), the forms of one word ORed, the words ORed."""
-    from vault_brain.index.analysis import match_expression as expression
-
-    return expression(query.groups) or '""'
+    """FTS5 MATCH text for an analysed query (see fulltext.match_groups)."""
+    return fulltext.match_groups(query.groups) or '""'
 
 
 def _info(row: Sequence) -> NoteInfo:
@@ -119,14 +122,29 @@ def _info(row: Sequence) -> NoteInfo:
     )
 
 
-def link_keys(path_key: str, aliases: Iterable[str]) -> set[str]:
-    """Every link target that can resolve to a note at `path_key` (lowercased path without
-    .md): the path and each of its suffixes after a '/', the file stem among them, and
-    its aliases. Re-resolving these keys after a change keeps every link right."""
-    parts = path_key.split("/")
-    keys = {"/".join(parts[i:]) for i in range(len(parts))}
-    keys |= {a.lower() for a in aliases}
-    return keys
+def _tier(name: str) -> Tier:
+    try:
+        return TIERS[name]
+    except KeyError:
+        raise ValueError(f"no embedding tier {name!r} (one of {', '.join(TIERS)})") from None
+
+
+def _encode_cursor(sort_time: str, rowid: int) -> str:
+    raw = json.dumps([sort_time, rowid]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[str, int]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        sort_time, rowid = json.loads(raw)
+        if not isinstance(sort_time, str) or not isinstance(rowid, int):
+            raise TypeError
+        if not -(2**63) <= rowid < 2**63:
+            raise ValueError
+        return sort_time, rowid
+    except (ValueError, TypeError) as exc:
+        raise InvalidInput("cursor is not one this server gave out") from exc
 
 
 class Reads:
@@ -164,6 +182,9 @@ class Reads:
     def get_meta(self, key: str) -> str | None:
         row = self._one("SELECT value FROM meta WHERE key = ?", (key,))
         return row[0] if row else None
+
+    def parsed_meta(self, key: str, parse: Callable[[str | None], T]) -> T:
+        return self.per_version(f"meta:{key}", lambda: parse(self.get_meta(key)))
 
     # -- notes ---------------------------------------------------------------------------
 
@@ -284,19 +305,23 @@ class Reads:
         return self._first_note("WHERE n.body_hash = ?", (body_hash,), "n.path")
 
     def list_notes(
-        self, filters: Filters, limit: int, after: tuple[str, int] | None
-    ) -> list[NoteInfo]:
-        """Newest first by (sort_time, rowid): a keyset cursor stays right while notes come."""
+        self, filters: Filters, limit: int, after: str | None = None
+    ) -> tuple[list[NoteInfo], str | None]:
+        """Newest first by (sort_time, rowid): a keyset cursor (the last note's pair, in
+        base64 JSON) stays right while notes come."""
         where, params = filter_sql(filters)
         if after is not None:
+            sort_time, rowid = _decode_cursor(after)
             where += " AND (n.sort_time < ? OR (n.sort_time = ? AND n.rowid < ?))"
-            params += [after[0], after[0], after[1]]
+            params += [sort_time, sort_time, rowid]
         rows = self._all(
             f"SELECT {NOTE_COLUMNS} FROM notes n WHERE {where} "
             f"ORDER BY n.sort_time DESC, n.rowid DESC LIMIT ?",
-            (*params, limit),
+            (*params, limit + 1),
         )
-        return [_info(r) for r in rows]
+        notes = [_info(r) for r in rows[:limit]]
+        more = len(rows) > limit and notes
+        return notes, _encode_cursor(notes[-1].sort_time, notes[-1].rowid) if more else None
 
     def note_count(self) -> int:
         return self._one("SELECT count(*) FROM notes")[0]  # type: ignore[index]
@@ -469,6 +494,21 @@ class Reads:
         rows = self._all("SELECT lang, count(*) FROM notes GROUP BY lang")
         return {r[0]: r[1] for r in rows if r[0]}
 
+    def vault_languages(self) -> tuple[tuple[str, ...], str | None]:
+        """index/text.py's languages_of over this index, remembered until the index changes
+        (counting them took 0.3 ms of every search)."""
+        return self.per_version(
+            "vault_languages",
+            lambda: languages_of(self.note_languages(), self.get_meta("text_languages")),
+        )
+
+    def rank_text(
+        self, query: TextQuery, filters: Filters, *, notes: int, note_weight: float, evidence: int
+    ) -> TextRanking:
+        """The full-text question (index/port.py's TextSearch), answered with FTS5 bm25:
+        see index/sqlite/fulltext.py."""
+        return fulltext.rank_text(self, query, filters, notes, note_weight, evidence)
+
     def search_text_notes(
         self, query: TextQuery, filters: Filters, limit: int
     ) -> list[tuple[int, float]]:
@@ -515,14 +555,12 @@ class Reads:
 
     def text_matches(self, query: TextQuery, note_rowids: Sequence[int]) -> dict[int, set[int]]:
         """For each of these notes, which groups of the query its whole text holds."""
-        from vault_brain.index.analysis import match_expression as expression
-
         found: dict[int, set[int]] = {}
         if not note_rowids:
             return found
         marks = ",".join("?" * len(note_rowids))
         for i, group in enumerate(query.groups):
-            match = expression([group])
+            match = fulltext.match_groups([group])
             if not match:
                 continue
             # `+rowid`: the list is filtered after one MATCH. A plain `rowid IN` is handed to
@@ -563,26 +601,29 @@ class Reads:
 
     # -- vectors -------------------------------------------------------------------------
 
-    def has_vector_table(self, tier: Tier = INSTANT) -> bool:
-        return self._one("SELECT 1 FROM sqlite_master WHERE name = ?", (tier.table,)) is not None
+    def has_vector_table(self, tier: str = INSTANT) -> bool:
+        table = _tier(tier).table
+        return self._one("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)) is not None
 
-    def vectors_model(self, tier: Tier = INSTANT) -> tuple[str, int] | None:
+    def vectors_model(self, tier: str = INSTANT) -> tuple[str, int] | None:
         """(model, dimension) of the vectors the tier's table holds, or None."""
         if not self.has_vector_table(tier):
             return None
-        model, dim = self.get_meta(f"{tier.meta}_model"), self.get_meta(f"{tier.meta}_dim")
+        meta = _tier(tier).meta
+        model, dim = self.get_meta(f"{meta}_model"), self.get_meta(f"{meta}_dim")
         return (model, int(dim)) if model and dim else None
 
-    def vector_epoch(self, tier: Tier = INSTANT) -> str:
-        return self.get_meta(f"{tier.meta}_epoch") or "0"
+    def vector_epoch(self, tier: str = INSTANT) -> str:
+        return self.get_meta(f"{_tier(tier).meta}_epoch") or "0"
 
-    def vector_count(self, tier: Tier = INSTANT) -> int:
-        return self._one(f"SELECT count(*) FROM {tier.table}_rowids")[0]  # type: ignore[index]
+    def vector_count(self, tier: str = INSTANT) -> int:
+        return self._one(f"SELECT count(*) FROM {_tier(tier).table}_rowids")[0]  # type: ignore[index]
 
-    def all_vectors(self, tier: Tier = INSTANT) -> tuple[list[int], list[int], bytes]:
+    def all_vectors(self, tier: str = INSTANT) -> tuple[list[int], list[int], bytes]:
         """(chunk rowids, note rowids, concatenated float32 vectors) of the tier's table."""
+        table = _tier(tier).table
         rows = self._all(
-            f"SELECT v.rowid, c.note_rowid, v.embedding FROM {tier.table} v "
+            f"SELECT v.rowid, c.note_rowid, v.embedding FROM {table} v "
             "JOIN chunks c ON c.rowid = v.rowid"
         )
         return [r[0] for r in rows], [r[1] for r in rows], b"".join(r[2] for r in rows)
@@ -591,19 +632,20 @@ class Reads:
         where, params = filter_sql(filters)
         return [r[0] for r in self._all(f"SELECT n.rowid FROM notes n WHERE {where}", params)]
 
-    def search_vectors(
+    def nearest_chunks(
         self,
         model: str,
         vector: np.ndarray,
         filters: Filters,
-        k: int,
-        tier: Tier = INSTANT,
         *,
+        k: int,
+        tier: str = INSTANT,
         noise: bool = True,
     ) -> VectorHits:
         """The k chunks nearest to `vector` among the tier's vectors of `model` (cosine),
         with the query's noise level over every chunk unless the caller needs none (then a
-        one-shot process lets sqlite-vec answer and loads no vectors)."""
+        one-shot process lets sqlite-vec answer and loads no vectors). The in-memory matrix
+        answers where it can (index/sqlite/matrix.py); sqlite-vec's KNN beyond it."""
         if self._owner is not None and (noise or not self._owner.one_shot):  # type: ignore[attr-defined]
             matrix = self._owner.matrix_of(tier)  # type: ignore[attr-defined]
             found = matrix.search(self, model, vector, filters, k, tier, noise)
@@ -612,25 +654,26 @@ class Reads:
         return VectorHits(self.knn_vectors(vector, filters, k, tier), 0.0, 0.0)
 
     def knn_vectors(
-        self, vector: np.ndarray, filters: Filters, k: int, tier: Tier = INSTANT
+        self, vector: np.ndarray, filters: Filters, k: int, tier: str = INSTANT
     ) -> list[ChunkHit]:
         """sqlite-vec's own search: for vaults too large for the in-memory matrix."""
         import numpy as np
 
+        table = _tier(tier).table
         blob = np.asarray(vector, dtype=np.float32).tobytes()
         if filters.active:
             # Exact scan over the filtered notes: a KNN over everything could miss them all.
             where, params = filter_sql(filters)
             rows = self._all(
                 f"""SELECT v.rowid, c.note_rowid, vec_distance_cosine(v.embedding, ?) AS d
-                    FROM {tier.table} v JOIN chunks c ON c.rowid = v.rowid
+                    FROM {table} v JOIN chunks c ON c.rowid = v.rowid
                     JOIN notes n ON n.rowid = c.note_rowid
                     WHERE {where} ORDER BY d LIMIT ?""",
                 (blob, *params, k),
             )
         else:
             rows = self._all(
-                f"""SELECT v.rowid, c.note_rowid, v.distance FROM {tier.table} v
+                f"""SELECT v.rowid, c.note_rowid, v.distance FROM {table} v
                     JOIN chunks c ON c.rowid = v.rowid
                     WHERE v.embedding MATCH ? AND k = ? ORDER BY v.distance""",
                 (blob, k),
@@ -638,13 +681,13 @@ class Reads:
         # A zero vector (text the model has no tokens for) has no cosine: no match.
         return [ChunkHit(r[0], r[1], 1.0 - r[2]) for r in rows if r[2] is not None]
 
-    def pending_chunks(self, limit: int, tier: Tier = INSTANT) -> list[PendingChunk]:
+    def pending_chunks(self, limit: int, tier: str = INSTANT) -> list[PendingChunk]:
         """Chunks waiting for the tier's vectors; the newest first for the strong tier (a
         note just saved or edited gets its strong vectors before the backlog)."""
-        order = "c.rowid DESC" if tier.name == "strong" else "c.rowid"
+        order = "c.rowid DESC" if tier == "strong" else "c.rowid"
         rows = self._all(
             f"""SELECT c.rowid, c.text_hash, c.heading_path, c.text FROM chunks c
-               WHERE c.{tier.state} = 0 ORDER BY {order} LIMIT ?""",
+               WHERE c.{_tier(tier).state} = 0 ORDER BY {order} LIMIT ?""",
             (limit,),
         )
         return [PendingChunk(r[0], r[1], f"{r[2]}\n\n{r[3]}") for r in rows]
@@ -664,13 +707,13 @@ class Reads:
 
     # -- summaries -----------------------------------------------------------------------
 
-    def pending_summaries(self, after_rowid: int, limit: int) -> list[PendingSummary]:
-        """Notes waiting for an LLM summary, by rowid after `after_rowid` (one pass never
-        meets a note twice, even one that is re-queued meanwhile)."""
+    def pending_summaries(self, after: int, limit: int) -> list[PendingSummary]:
+        """Notes waiting for an LLM summary, by rowid after `after` (one pass never meets a
+        note twice, even one that is re-queued meanwhile)."""
         rows = self._all(
             """SELECT rowid, path, title, version FROM notes
                WHERE summary_state = 1 AND rowid > ? ORDER BY rowid LIMIT ?""",
-            (after_rowid, limit),
+            (after, limit),
         )
         return [PendingSummary(r[0], r[1], r[2], r[3]) for r in rows]
 
@@ -736,13 +779,13 @@ class Writes(Reads):
             marks = ",".join("?" * len(chunk_ids))
             self._run(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", chunk_ids)
             for tier in TIERS.values():
-                if self.has_vector_table(tier):
+                if self.has_vector_table(tier.name):
                     # One rowid at a time: vec0 answers `rowid IN (...)` by reading every
                     # vector (11.7 ms for a 6-chunk note on cpp-docs' 34k; 0.1 this way).
                     self._many(
                         f"DELETE FROM {tier.table} WHERE rowid = ?", [(r,) for r in chunk_ids]
                     )
-                    self.bump_vector_epoch(tier)
+                    self.bump_vector_epoch(tier.name)
             self._run("DELETE FROM chunks WHERE note_rowid = ?", (rowid,))
         self._run("DELETE FROM notes_fts WHERE rowid = ?", (rowid,))
         self._run("DELETE FROM tags WHERE note_rowid = ?", (rowid,))
@@ -886,7 +929,7 @@ class Writes(Reads):
 
     def reset_text_index(self) -> None:
         """The damaged full-text tables, dropped and made anew (empty): the caller rebuilds."""
-        from vault_brain.index.schema import FTS_TABLES
+        from vault_brain.index.sqlite.schema import FTS_TABLES
 
         for name, create in FTS_TABLES.items():
             self._run(f"DROP TABLE IF EXISTS {name}")
@@ -898,7 +941,7 @@ class Writes(Reads):
         reading a page, then make them anew (empty: the caller rebuilds). The damaged pages
         stay in the file unused until a VACUUM; the new tables change the schema version,
         so every connection, in any process, reads the new schema before its next query."""
-        from vault_brain.index.schema import FTS_TABLES
+        from vault_brain.index.sqlite.schema import FTS_TABLES
 
         shadows = ("", "_data", "_idx", "_docsize", "_config", "_content")
         names = [name + part for name in FTS_TABLES for part in shadows]
@@ -917,9 +960,9 @@ class Writes(Reads):
         for table in ("chunks_fts", "notes_fts"):
             self._run(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
         for tier in TIERS.values():
-            if self.has_vector_table(tier):
+            if self.has_vector_table(tier.name):
                 self._run(f"DELETE FROM {tier.table}")
-                self.bump_vector_epoch(tier)
+                self.bump_vector_epoch(tier.name)
         for table in ("links", "tags", "aliases", "chunks", "notes", "gone_notes"):
             self._run(f"DELETE FROM {table}")
 
@@ -961,31 +1004,33 @@ class Writes(Reads):
 
     # -- vectors -------------------------------------------------------------------------
 
-    def bump_vector_epoch(self, tier: Tier = INSTANT) -> None:
+    def bump_vector_epoch(self, tier: str = INSTANT) -> None:
         """Every change to a vector table moves its counter: in-memory copies reload."""
         self._run(
             "INSERT INTO meta(key, value) VALUES (?, '1') ON CONFLICT(key) "
             "DO UPDATE SET value = CAST(value AS INTEGER) + 1",
-            (f"{tier.meta}_epoch",),
+            (f"{_tier(tier).meta}_epoch",),
         )
 
-    def reset_vectors(self, model: str, dim: int, tier: Tier = INSTANT) -> None:
+    def reset_vectors(self, model: str, dim: int, tier: str = INSTANT) -> None:
         """A new model for the tier: drop its old vectors (two models never mix) and queue
         every chunk for it again."""
-        self._run(f"DROP TABLE IF EXISTS {tier.table}")
+        t = _tier(tier)
+        self._run(f"DROP TABLE IF EXISTS {t.table}")
         self._run(
-            f"CREATE VIRTUAL TABLE {tier.table} USING vec0("
+            f"CREATE VIRTUAL TABLE {t.table} USING vec0("
             f"embedding float[{int(dim)}] distance_metric=cosine)"
         )
-        self._run(f"UPDATE chunks SET {tier.state} = 0")
+        self._run(f"UPDATE chunks SET {t.state} = 0")
         self.bump_vector_epoch(tier)
-        self.set_meta(f"{tier.meta}_model", model)
-        self.set_meta(f"{tier.meta}_dim", str(dim))
+        self.set_meta(f"{t.meta}_model", model)
+        self.set_meta(f"{t.meta}_dim", str(dim))
 
     def store_vectors(
-        self, model: str, items: Sequence[tuple[int, str, bytes]], tier: Tier = INSTANT
+        self, model: str, items: Sequence[tuple[int, str, bytes]], tier: str = INSTANT
     ) -> int:
         """items: (chunk rowid, text hash, float32 bytes); returns how many were attached."""
+        t = _tier(tier)
         self._many(
             "INSERT OR REPLACE INTO embed_cache(model, text_hash, vector) VALUES (?, ?, ?)",
             [(model, h, v) for _, h, v in items],
@@ -996,14 +1041,13 @@ class Writes(Reads):
         live = {
             (r[0], r[1])
             for r in self._all(
-                f"SELECT rowid, text_hash FROM chunks WHERE {tier.state} = 0 "
-                f"AND rowid IN ({marks})",
+                f"SELECT rowid, text_hash FROM chunks WHERE {t.state} = 0 AND rowid IN ({marks})",
                 rowids,
             )
         }
         rows = [(r, v) for r, h, v in items if (r, h) in live]
-        self._many(f"INSERT OR REPLACE INTO {tier.table}(rowid, embedding) VALUES (?, ?)", rows)
-        self._many(f"UPDATE chunks SET {tier.state} = 1 WHERE rowid = ?", [(r,) for r, _ in rows])
+        self._many(f"INSERT OR REPLACE INTO {t.table}(rowid, embedding) VALUES (?, ?)", rows)
+        self._many(f"UPDATE chunks SET {t.state} = 1 WHERE rowid = ?", [(r,) for r, _ in rows])
         if rows:
             self.bump_vector_epoch(tier)
         return len(rows)

@@ -1,0 +1,139 @@
+"""The SQLite backend's named queries (index/sqlite/store.py) where their answers must agree
+with another way of computing them, and what a killed pass leaves in the file."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.index.test_fulltext import DENSE, QUESTION, SMALL_CHUNKS, SPREAD, write_all
+from tests.index.test_search import NOTES
+from tests.index.test_sync import _chain, _fresh_snapshot
+from vault_brain.index.records import Filters
+from vault_brain.index.sync import LINKS_PENDING
+from vault_brain.search.fulltext import text_query
+
+
+def test_resolving_many_link_keys_at_once_gives_what_one_at_a_time_gives(vault, brain):
+    """A first index resolves thousands of link keys in one pass over the notes; a small
+    change resolves a few with a query each. Both must follow the same rule."""
+    names = [
+        "Note.md",
+        "A/Note.md",
+        "A/B/Note.md",
+        "Longer folder/Note.md",
+        "B/Note.md",
+        "A/B/Other.md",
+        "X/A/B/Other.md",
+        "100%_done.md",
+        "Folder_x/100%_done.md",
+        "Café/Menü.md",
+        "Deep/er/still/Leaf.md",
+        "Leaf.md",
+    ]
+    for n, rel in enumerate(names):
+        aliases = f"aliases: [shared alias, alias {n}]\n" if n % 3 == 0 else ""
+        vault.write(rel, f"---\n{aliases}---\n# {rel}\n\nbody {n}\n")
+    vault.write("Links.md", "[[Note]] [[A/Note]] [[b/note]] [[Other]] [[a/b/other]]\n")
+    brain.sync()
+    keys = [
+        "note",
+        "a/note",
+        "b/note",
+        "a/b/note",
+        "other",
+        "a/b/other",
+        "x/a/b/other",
+        "b/other",
+        "100%_done",
+        "folder_x/100%_done",
+        "x/100%_done",
+        "café/menü",
+        "menü",
+        "leaf",
+        "still/leaf",
+        "er/still/leaf",
+        "deep/er/still/leaf",
+        "shared alias",
+        "alias 3",
+        "alias 4",
+        "missing",
+        "a/missing",
+        "/note",
+        "note/",
+        "",
+    ]
+    with brain.index.read() as reads:
+        at_once = reads.key_resolver()
+        assert [at_once(k) for k in keys] == [reads.resolve_key(k) for k in keys]
+        assert reads.resolve_key("b/note") is not None  # the rule is exercised, not all None
+
+
+def test_links_left_unresolved_by_a_cut_short_pass_are_resolved_by_the_next_sync(
+    vault, make_brain, index_settings
+):
+    _chain(vault, 30)
+    brain = make_brain()
+    expected = brain.snapshot()
+    # What a pass killed between its batches and its end leaves behind.
+    with brain.index.transaction() as w:
+        w._run("UPDATE links SET target_rowid = NULL")
+        w.set_meta(LINKS_PENDING, "1")
+    assert brain.snapshot() != expected
+    assert brain.sync().changed == 0
+    assert brain.snapshot() == expected
+    assert brain.snapshot() == _fresh_snapshot(brain, make_brain, index_settings)
+
+
+def test_chunks_ranked_within_the_best_notes_score_as_when_all_are_ranked(vault, make_brain):
+    write_all(vault, {"Trip.md": SPREAD, "Checklist.md": DENSE})
+    brain = make_brain(chunk=SMALL_CHUNKS)
+    with brain.index.read() as reads:
+        query = text_query(reads, QUESTION)
+        every = reads.search_text(query, Filters(), 100)
+        notes = sorted({h.note_rowid for h in every})
+        within = reads.search_text_within(query, notes[:1], 100)
+    assert within and {h.note_rowid for h in within} == {notes[0]}
+    assert within == [h for h in every if h.note_rowid == notes[0]]
+
+
+def test_an_edited_or_deleted_note_leaves_no_vector_behind(vault, make_brain):
+    for rel, text in NOTES.items():
+        vault.write(rel, text)
+    brain = make_brain(embed={"provider": "local", "strong": "none"})
+    vault.write("How-to/Deploy.md", "# Deploy\n\nShip it on Fridays.\n\n## Rollback\n\nRevert.\n")
+    (vault.root / "How-to/Backup.md").unlink()
+    brain.sync()
+    brain.embed_pending()
+    with brain.index.read() as reads:
+        stored, chunks = reads.vector_count(), reads.counts().chunks
+        _, notes, _ = reads.all_vectors()
+    assert stored == chunks  # one vector per live chunk: none of the old ones remain
+    assert len(set(notes)) == len(NOTES) - 1
+    result = brain.search("nightly base backups pgBackRest WAL archives", mode="vector")
+    assert "How-to/Backup.md" not in [h.path for h in result.hits]
+
+
+@pytest.mark.slow
+def test_backlinks_of_a_note_with_a_thousand_linkers_are_one_indexed_lookup(vault, make_brain):
+    """One statement however many notes link here, and SQLite's plan for it searches the
+    links by their resolved target (an index), never scans a table."""
+    vault.write("Hub.md", "# Hub\n\nthe centre\n")
+    for n in range(1000):
+        vault.write(f"Spoke {n}.md", f"# Spoke {n}\n\nsee [[Hub]]\n")
+    brain = make_brain()
+    with brain.index.read() as r:
+        hub = r.note_by_path("Hub.md")
+        statements: list[str] = []  # as run, parameters filled in
+        r.conn.set_trace_callback(statements.append)
+        try:
+            found = r.backlinks(hub.rowid)
+        finally:
+            r.conn.set_trace_callback(None)
+        plan = [
+            row[-1] for sql in statements for row in r.conn.execute(f"EXPLAIN QUERY PLAN {sql}")
+        ]
+    assert len(found) == 1000
+    assert len(statements) == 1, statements
+    searched = [step for step in plan if step.startswith("SEARCH links USING")]
+    assert [s for s in searched if s.endswith("INDEX links_resolved (target_rowid=?)")], plan
+    assert not [step for step in plan if step.startswith("SCAN")], plan

@@ -1,0 +1,24 @@
+"""The SQLite backend of the index port: one file beside the vault (`index.db`, FTS5 full
+text, sqlite-vec vectors), its WAL, and an flock that names the vault's indexer.
+
+index/factory.py opens it for an `index.url` that is a path (or `index.path`, its older
+name); nothing outside index/ imports this package."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vault_brain.config import Settings
+    from vault_brain.index.sqlite.db import SqliteIndex
+
+
+def open_index(settings: Settings, *, one_shot: bool = False) -> SqliteIndex:
+    """The index file `settings.index_path` names (made and filled with the schema when
+    there is none)."""
+    from vault_brain.index.sqlite.db import SqliteIndex
+
+    path = settings.index_path
+    if path is None:
+        raise ValueError("the SQLite backend needs a file path, not a server URL")
+    return SqliteIndex(path, one_shot=one_shot)
