@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -120,3 +123,25 @@ def test_a_stdio_server_answers_the_cli_too(small_vault):  # noqa: F811
     finally:
         server.terminate()
         server.wait(HANG_SECONDS)
+
+
+def test_a_vault_too_deep_for_a_socket_path_is_answered_from_the_runtime_folder(
+    tmp_path, monkeypatch
+):
+    deep = tmp_path / ("a-folder-with-a-long-name-" * 4) / "vault"
+    deep.mkdir(parents=True)
+    (deep / "Deploy.md").write_text("# Deploy to production\n\nRun the pipeline.\n")
+    runtime = Path(tempfile.mkdtemp(prefix="vb-run-"))  # short: pytest's tmp_path is long
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))  # the watcher and the CLI inherit it
+    assert run("index", "--vault", str(deep), env=FTS).returncode == 0
+    watcher = WatchProcess(deep)
+    try:
+        path = watcher.wait_for("warm_socket")["path"]
+        assert path.startswith(str(runtime / "vault-brain"))
+        r = _search(deep, "--json")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["results"][0]["path"] == "Deploy.md"
+        watcher.wait_for("warm_search")
+    finally:
+        watcher.close()
+        shutil.rmtree(runtime, ignore_errors=True)

@@ -3,10 +3,11 @@
 A one-shot `vault-brain search` pays for an interpreter, the index's imports and, on the
 default settings, the e5 query model (about a second in all). A `watch` or `serve` process
 has all of that loaded already, so it answers searches on a local socket: a unix socket
-beside the index (`<index dir>/search.sock`), or in the user's runtime folder when that
-path is too long for a socket or the folder cannot hold one. The CLI tries it first and
-falls back to searching in-process when nobody answers (no watcher, a stale socket left by
-a killed one, a platform without unix sockets, a server with other settings).
+beside the index file (`<index dir>/search.sock`), or in the user's runtime folder when the
+index is a server, that path is too long for a socket, or its folder cannot hold one. The
+CLI tries it first and falls back to searching in-process when nobody answers (no watcher,
+a stale socket left by a killed one, a platform without unix sockets, a watcher with other
+settings).
 
 One request per connection, one JSON line each way. Only the user who runs the watcher can
 connect: the socket is 0600 in a folder of theirs. The settings that shape an answer are
@@ -54,7 +55,7 @@ def fingerprint(settings: Settings) -> str:
     """What must match between the CLI and the watcher for the answer to be the same."""
     shaping = {
         "vault": str(settings.vault_path),
-        "index": str(settings.index_path),
+        "index": settings.index_location,  # hashed: a server URL's password stays here
         "search": asdict(settings.search),
         "embed": asdict(settings.embed),
         "text": asdict(settings.text),
@@ -65,13 +66,14 @@ def fingerprint(settings: Settings) -> str:
 
 
 def socket_paths(settings: Settings) -> list[Path]:
-    """Where the socket may be, in the order tried: beside the index, then the runtime
-    folder (named by the index's path)."""
-    beside = settings.index_path.parent / SOCKET_NAME
-    key = hashlib.sha256(str(settings.index_path).encode()).hexdigest()[:24]
+    """Where the socket may be, in the order tried: beside an index file, then the runtime
+    folder (named by the vault and the index, which may be a server)."""
+    index = settings.index_path
+    beside = [index.parent / SOCKET_NAME] if index is not None else []
+    identity = f"{settings.vault_path}|{settings.index_location}"
+    key = hashlib.sha256(identity.encode()).hexdigest()[:24]
     runtime = _runtime_dir() / f"{key}.sock"
-    paths = [p for p in (beside, runtime) if len(os.fsencode(p)) <= MAX_SOCKET_PATH]
-    return paths
+    return [p for p in (*beside, runtime) if len(os.fsencode(p)) <= MAX_SOCKET_PATH]
 
 
 def _runtime_dir() -> Path:
@@ -169,10 +171,13 @@ def listen(brain: Brain) -> Callable[[], None]:
     if not available():
         return lambda: None
     fp = fingerprint(brain.settings)
-    for path in socket_paths(brain.settings):
+    paths = socket_paths(brain.settings)
+    for path in paths:
         server = _bind(path)
         if server is not None:
             return _start(server, path, brain, fp)
+    if not paths:
+        log.event("warm_socket_unavailable", error="no socket path short enough")
     return lambda: None
 
 
