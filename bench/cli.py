@@ -8,8 +8,13 @@ On sample_vault and the Obsidian vault, `search` is timed once more after a defa
 Cold `index` is timed with the instant tier only (`VAULT_BRAIN_EMBED_STRONG=none`: the
 strong tier embeds in the background of a watcher or server, and its cost is in the
 "Strong-tier embedder" section of docs/benchmarks.md) and with full text only
-(`VAULT_BRAIN_EMBED_PROVIDER=none`). `--code DIR` measures another checkout (a git
-worktree of an older commit) with the same Python, in the same sitting.
+(`VAULT_BRAIN_EMBED_PROVIDER=none`). Then `search` and `search --mode fts` are timed
+again with a `vault-brain watch` running for the vault (the warm path: the CLI asks it
+over a local socket), and, with `--strong-vaults cpp-docs`, the e5 tier of a default
+`index` as a whole process (its chunks/s). Each checkout runs from compiled bytecode, as an
+installed package does; the record holds the CPU flags and the load after every step.
+`--code DIR` measures another checkout (a git worktree of an older commit) with the same
+Python, in the same sitting.
 
 qmd (npm `@tobilu/qmd`, the fastest peer) is measured too when `--qmd PATH` names its
 executable. It needs Node >= 22 and a native build of better-sqlite3; under a scratch
@@ -20,7 +25,8 @@ prefix, with registry access and Node's headers:
         .venv/bin/python -m bench.cli --qmd /tmp/qmd/node_modules/.bin/qmd
 
     .venv/bin/python -m bench.cli [--vaults sample,obsidian,cpp-docs] [--rounds 3] \\
-        [--code /tmp/old] [--qmd PATH] [--json-out f]
+        [--strong-vaults sample,obsidian,cpp-docs] [--code /tmp/old] [--qmd PATH] \\
+        [--json-out f]
 """
 
 from __future__ import annotations
