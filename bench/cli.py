@@ -8,8 +8,13 @@ On sample_vault and the Obsidian vault, `search` is timed once more after a defa
 Cold `index` is timed with the instant tier only (`VAULT_BRAIN_EMBED_STRONG=none`: the
 strong tier embeds in the background of a watcher or server, and its cost is in the
 "Strong-tier embedder" section of docs/benchmarks.md) and with full text only
-(`VAULT_BRAIN_EMBED_PROVIDER=none`). `--code DIR` measures another checkout (a git
-worktree of an older commit) with the same Python, in the same sitting.
+(`VAULT_BRAIN_EMBED_PROVIDER=none`). Then `search` and `search --mode fts` are timed
+again with a `vault-brain watch` running for the vault (the warm path: the CLI asks it
+over a local socket), and, with `--strong-vaults cpp-docs`, the e5 tier of a default
+`index` as a whole process (its chunks/s). Each checkout runs from compiled bytecode, as an
+installed package does; the record holds the CPU flags and the load after every step.
+`--code DIR` measures another checkout (a git worktree of an older commit) with the same
+Python, in the same sitting.
 
 qmd (npm `@tobilu/qmd`, the fastest peer) is measured too when `--qmd PATH` names its
 executable. It needs Node >= 22 and a native build of better-sqlite3; under a scratch
@@ -20,12 +25,14 @@ prefix, with registry access and Node's headers:
         .venv/bin/python -m bench.cli --qmd /tmp/qmd/node_modules/.bin/qmd
 
     .venv/bin/python -m bench.cli [--vaults sample,obsidian,cpp-docs] [--rounds 3] \\
-        [--code /tmp/old] [--qmd PATH] [--json-out f]
+        [--strong-vaults sample,obsidian,cpp-docs] [--code /tmp/old] [--qmd PATH] \\
+        [--json-out f]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -57,10 +64,14 @@ QUERIES = {
 }
 INSTANT = {"VAULT_BRAIN_EMBED_STRONG": "none"}
 # Vaults where `search` is also timed after a default `index`, which builds the strong tier
-# (e5 embeds cpp-docs' 34k chunks in ~6 min on 2 cores: not in this bench).
-STRONG_VAULTS = ("sample", "obsidian")
+# (e5 embeds cpp-docs' 34k chunks in ~6 min on 2 cores: add it with --strong-vaults).
+STRONG_VAULTS = "sample,obsidian"
 STRONG_SEARCH = "search, default index (strong tier built)"
+STRONG_PHASE = "default index after instant: the e5 tier, whole process"
+WARM = " (warm: a watcher runs)"
 FTS_ONLY = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+LOADS: list[float] = []  # the 1-minute load average after each timed step
+CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "asimddp")
 
 
 def copy_vault(name: str, into: Path) -> Path:
@@ -132,15 +143,63 @@ class Tool:
         return {
             "index": [self.qmd, "collection", "add", str(vault), "--name", collection],
             "search": [self.qmd, "search", query, "--json", "-c", collection],
+            # qmd's `search` is its full-text search: the peer of both of ours
+            "search --mode fts": [self.qmd, "search", query, "--json", "-c", collection],
             "get": [self.qmd, "get", f"{collection}/{note}"],
             "status": [self.qmd, "status"],
         }.get(command)
 
 
-def run_vault(name: str, tools: list[Tool], rounds: int, tmp: Path) -> list[dict]:
+def cpu_flags() -> list[str]:
+    """The CPU flags the e5 kernels care about (Linux), for the record."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith(("flags", "Features")):
+                    have = set(line.split(":", 1)[1].split())
+                    return [f for f in CPU_FLAGS if f in have]
+    except OSError:
+        pass
+    return []
+
+
+class Watcher:
+    """`vault-brain watch` over a vault for the warm steps: started, waited for until its
+    socket answers and its first reconcile is over, stopped with SIGTERM."""
+
+    def __init__(self, tool: Tool, vault: Path, env: dict[str, str], tmp: Path) -> None:
+        self.log = tmp / f"watch-{os.getpid()}-{time.monotonic_ns()}.log"
+        argv = [sys.executable, "-m", "vault_brain", "watch", "--vault", str(vault)]
+        with self.log.open("wb") as err:
+            self.proc = subprocess.Popen(
+                argv, env=env, cwd=tool.code or tmp, stdout=subprocess.DEVNULL, stderr=err
+            )
+        deadline = time.monotonic() + 600
+        while True:
+            text = self.log.read_text(errors="replace")
+            if '"warm_socket"' in text and '"watch_reconcile"' in text:
+                break
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the watcher did not come up: {text[-500:]}")
+            time.sleep(0.05)
+
+    def answered(self) -> int:
+        return self.log.read_text(errors="replace").count('"warm_search"')
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(120)
+
+
+def run_vault(
+    name: str, tools: list[Tool], rounds: int, tmp: Path, strong_vaults: tuple[str, ...] = ()
+) -> list[dict]:
     query, note = QUERIES[name]
     pristine = copy_vault(name, tmp / f"pristine-{name}")
     times: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    strong_rates: dict[str, float] = {}
 
     def timed(tool: Tool, what: str, command: str, vault: Path, extra: dict, home: Path):
         argv = tool.argv(command, vault, query, note)
@@ -148,6 +207,7 @@ def run_vault(name: str, tools: list[Tool], rounds: int, tmp: Path) -> list[dict
             return
         result = measure(argv, tool.env(extra, home), tool.code or tmp)
         times.setdefault((tool.label, what), []).append(result)
+        LOADS.append(os.getloadavg()[0])
 
     def fresh(tool: Tool, n: int, kind: str) -> tuple[Path, Path]:
         folder = tmp / f"{name}-{tool.label.replace(' ', '_').replace('/', '_')}-{kind}-{n}"
@@ -180,32 +240,74 @@ def run_vault(name: str, tools: list[Tool], rounds: int, tmp: Path) -> list[dict
                 timed(tool, "index, one file changed", "index", vault, extra, home)
             for command in ("search", "search --mode fts", "get", "status"):
                 timed(tool, command, command, vault, extra, home)
-    if name in STRONG_VAULTS:
-        # What a person gets after a plain `vault-brain index`: the strong tier built too.
+
+    def warm_searches(steps: list[tuple[str, str, dict]]) -> None:
+        """Each step with a watcher running for each vault-brain's vault (qmd has no daemon:
+        its plain search is timed again beside them, alternated)."""
+        watchers = {}
+        try:
+            for tool in tools:
+                if tool.qmd is None:
+                    vault, home = warm[tool.label]
+                    env = tool.env(steps[0][2], home)
+                    watchers[tool.label] = Watcher(tool, vault, env, tmp)
+            for tool in tools:  # the first answer loads the query model: not timed
+                if tool.qmd is None:
+                    vault, home = warm[tool.label]
+                    argv = tool.argv("search", vault, query, note)
+                    measure(argv, tool.env(steps[0][2], home), tool.code or tmp)  # type: ignore[arg-type]
+            for _ in range(rounds):
+                for what, command, extra in steps:
+                    for tool in tools:
+                        vault, home = warm[tool.label]
+                        timed(tool, what + WARM, command, vault, extra, home)
+            for label, watcher in watchers.items():
+                if watcher.answered() < rounds * len(steps):
+                    raise RuntimeError(f"{label}: the watcher answered {watcher.answered()}")
+        finally:
+            for watcher in watchers.values():
+                watcher.stop()
+
+    fts = "search --mode fts"
+    warm_searches([("search", "search", INSTANT), (fts, fts, INSTANT)])
+    if name in strong_vaults:
+        # What a person gets after a plain `vault-brain index`: the strong tier built too,
+        # by a process that finds the rest done: its wall time is the e5 tier's, whole.
         for tool in tools:
             if tool.qmd is None:
                 vault, home = warm[tool.label]
                 argv = tool.argv("index", vault, query, note)
-                measure(argv, tool.env({}, home), tool.code or tmp)  # type: ignore[arg-type]
+                took, rss = measure(argv, tool.env({}, home), tool.code or tmp)  # type: ignore[arg-type]
+                st = subprocess.run(
+                    [*argv[:-3], "status", "--json", "--vault", str(vault)],
+                    env=tool.env({}, home),
+                    cwd=tool.code or tmp,
+                    capture_output=True,
+                    text=True,
+                )
+                chunks = json.loads(st.stdout).get("strong_vectors", 0) if st.returncode == 0 else 0
+                times.setdefault((tool.label, STRONG_PHASE), []).append((took, rss))
+                strong_rates[tool.label] = round(chunks / took, 1) if took else 0.0
         for _ in range(rounds):
-            for tool in tools:
-                if tool.qmd is None:
-                    vault, home = warm[tool.label]
-                    timed(tool, STRONG_SEARCH, "search", vault, {}, home)
+            for tool in tools:  # qmd's search beside it, alternated, as qmd has one mode
+                vault, home = warm[tool.label]
+                timed(tool, STRONG_SEARCH, "search", vault, {}, home)
+        warm_searches([(STRONG_SEARCH, "search", {})])
     rows = []
     for (label, what), values in times.items():
         walls = [w for w, _ in values]
-        rows.append(
-            {
-                "vault": name,
-                "tool": label,
-                "what": what,
-                "runs": len(values),
-                "median_s": round(statistics.median(walls), 3),
-                "min_s": round(min(walls), 3),
-                "peak_rss_mb": round(max(r for _, r in values), 1),
-            }
-        )
+        row = {
+            "vault": name,
+            "tool": label,
+            "what": what,
+            "runs": len(values),
+            "median_s": round(statistics.median(walls), 3),
+            "min_s": round(min(walls), 3),
+            "peak_rss_mb": round(max(r for _, r in values), 1),
+        }
+        if what == STRONG_PHASE:
+            row["chunks_per_s"] = strong_rates.get(label)
+        rows.append(row)
     return rows
 
 
@@ -228,6 +330,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--code", action="append", default=[], help="another checkout")
     parser.add_argument("--qmd", default=None, help="qmd's executable (skipped without)")
+    parser.add_argument(
+        "--strong-vaults",
+        default=STRONG_VAULTS,
+        help="vaults also timed after a default index (e5 built): add cpp-docs for its rate",
+    )
     parser.add_argument("--json-out")
     args = parser.parse_args(argv)
     tools = [Tool("this checkout", REPO)] + [
@@ -237,10 +344,19 @@ def main(argv: list[str] | None = None) -> int:
         tools.append(Tool("qmd", qmd=args.qmd))
     else:
         progress("qmd: not measured (no --qmd; see this bench's docstring to install it)")
+    for tool in tools:
+        if tool.code is not None:
+            # As a pip install leaves it: bytecode compiled once. Without it (an editable
+            # checkout under PYTHONDONTWRITEBYTECODE=1) each process compiles vault_brain
+            # anew: +0.1 CPU-s a command here.
+            subprocess.run(
+                [sys.executable, "-m", "compileall", "-q", str(tool.code / "vault_brain")]
+            )
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="vb-cli-") as tmp:
         for name in (v.strip() for v in args.vaults.split(",") if v.strip()):
-            rows += run_vault(name, tools, args.rounds, Path(tmp))
+            strong = tuple(v.strip() for v in args.strong_vaults.split(",") if v.strip())
+            rows += run_vault(name, tools, args.rounds, Path(tmp), strong)
     print(
         markdown_table(
             ["vault", "tool", "what", "median s", "peak RSS MB"],
@@ -260,8 +376,22 @@ def main(argv: list[str] | None = None) -> int:
                 ],
             )
         )
+    rates = [r for r in rows if r.get("chunks_per_s") is not None]
+    if rates:
+        print()
+        print(
+            markdown_table(
+                ["vault", "tool", "e5 tier, whole process s", "chunks/s"],
+                [[r["vault"], r["tool"], r["median_s"], r["chunks_per_s"]] for r in rates],
+            )
+        )
     report = {
-        "machine": machine(),
+        "machine": {**machine(), "cpu_flags": cpu_flags()},
+        "load_average_1m": {
+            "min": min(LOADS, default=None),
+            "median": statistics.median(LOADS) if LOADS else None,
+            "max": max(LOADS, default=None),
+        },
         "commit": code_commit(),
         "rounds": args.rounds,
         "results": rows,

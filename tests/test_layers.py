@@ -318,3 +318,16 @@ def test_the_export_readers_know_nothing_of_the_index_or_the_layers_above():
     for path in _modules("importers"):
         bad = {m for m in _imports(path) if m.startswith(above)}
         assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
+
+
+def test_the_warm_socket_is_a_door():
+    """warm.py answers the CLI for a watcher or server: like them, it holds a Brain and
+    reaches nothing beneath it."""
+    bad = {
+        m
+        for m in _imports(PKG / "warm.py")
+        if m.startswith(("vault_brain.index", "vault_brain.vault", "vault_brain.embed"))
+        or m.startswith(("vault_brain.search", "vault_brain.indexer"))
+    }
+    assert not bad, f"warm.py imports {sorted(bad)}"
+    assert "brain.indexer." not in (PKG / "warm.py").read_text()

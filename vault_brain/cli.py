@@ -338,27 +338,24 @@ def search(
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Search the vault (syncs first when no watcher is keeping the index fresh)."""
+    """Search the vault: a running watch or serve answers it (its models are loaded), else
+    this process does, syncing first when no watcher keeps the index fresh."""
     if mode is not None and mode not in MODES:
         raise _fail(f"--mode must be one of {', '.join(MODES)}, not {mode!r}", 2)
     settings = _settings(vault, config)
     log.use_human_output()
     if max_tokens is not None and limit is None:
         limit = SEARCH_LIMIT_MAX  # the budget is the bound: draw on every hit worth showing
+    cut = settings.search.min_score if min_score is None else min_score
+    asked = dict(limit=limit, mode=mode, tags=tag or (), folder=folder, since=since)
+    asked.update(until=until, explain=explain, min_score=min_score)
+    warm = _warm_search(settings, query, asked) if max_tokens is None else None
+    if warm is not None:  # a watcher or server answered: no index or model loaded here
+        _print_search(warm, warm.hits, 0, cut, None, json_out, explain)
+        return
     with _brain(settings) as brain, _typed_values():
         brain.refresh_if_unwatched(vectors=(mode or settings.search.mode) != "fts")
-        result = brain.search(
-            query,
-            limit=limit,
-            mode=mode,
-            tags=tag or (),
-            folder=folder,
-            since=since,
-            until=until,
-            explain=explain,
-            min_score=min_score,
-        )
-        cut = settings.search.min_score if min_score is None else min_score
+        result = brain.search(query, **asked)
 
         def render(hits: list[Any], omitted: int) -> str:
             if json_out:
@@ -374,6 +371,45 @@ def search(
                 _, text = fit_hits(result.hits, render, brain.count_tokens, max_tokens)
             except InvalidInput as exc:
                 raise _fail(f"--max-tokens: {exc.message}", 2) from None
+    _print_search(result, None, 0, cut, max_tokens, json_out, explain, text=text)
+
+
+def _warm_search(settings: Settings, query: str, asked: dict[str, Any]) -> Any:
+    """The answer of the watcher or server running for this vault (vault_brain/warm.py), or
+    None to search in-process."""
+    from vault_brain import warm
+    from vault_brain.records import Hit, Indexing, SearchResult
+
+    try:
+        with _typed_values():
+            fields = warm.ask_search(settings, query, **asked)
+    except VaultBrainError as exc:
+        raise _fail(f"{exc.code}: {exc.message}", 1) from None
+    if fields is None:
+        return None
+    for key in ("indexing", "strong"):
+        if fields.get(key) is not None:
+            fields[key] = Indexing(**fields[key])
+    fields["hits"] = [Hit(**h) for h in fields["hits"]]
+    return SearchResult(**fields)
+
+
+def _print_search(
+    result: Any,
+    hits: list[Any] | None,
+    omitted: int,
+    cut: float,
+    max_tokens: int | None,
+    json_out: bool,
+    explain: bool,
+    *,
+    text: str | None = None,
+) -> None:
+    if text is None:
+        if json_out:
+            text = _search_json(result, hits or [], omitted, explain)
+        else:
+            text = _search_lines(result, hits or [], omitted, cut, max_tokens)
     if result.degraded and not json_out:
         typer.echo(f"(full text only: {result.reason})", err=True)
     typer.echo(text, nl=False)
@@ -714,8 +750,21 @@ def watch(
     backlog's: strong_backlog_started, strong_progress every 30 s, strong_backlog_done)."""
     overrides: dict[str, Any] = {"poll": poll or None, "debounce_ms": debounce}
     settings = _settings(vault, config, watch={k: v for k, v in overrides.items() if v is not None})
+    from vault_brain import warm
+
     with _brain(settings, one_shot=False) as brain:
-        _run_until_signal(brain.start_watching)
+
+        def start() -> Any:
+            stop_watching = brain.start_watching()
+            stop_answering = warm.listen(brain)  # CLI searches ask this process
+
+            def stop() -> None:
+                stop_answering()
+                stop_watching()
+
+            return stop
+
+        _run_until_signal(start)
     raise typer.Exit(0)
 
 

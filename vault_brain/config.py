@@ -369,19 +369,8 @@ def _validate(s: Settings, problems: list[str]) -> None:
         problems.append("embed.strong_max_tokens: must be between 16 and 512")
     if s.chunk.overlap >= s.chunk.max_tokens:
         problems.append("chunk.overlap: must be smaller than chunk.max_tokens")
-    from vault_brain.text.analysis import LANGUAGES, normalize_language
-
-    languages = []
-    for raw in s.text.languages:
-        code = normalize_language(raw)
-        if code is None:
-            problems.append(
-                f"text.languages: {raw!r} is not a language code vault-brain knows "
-                f"({' '.join(sorted(LANGUAGES))})"
-            )
-        elif code not in languages:
-            languages.append(code)
-    s.text.languages = languages
+    if s.text.languages:  # the analysers' import (regex, stemmers) only when there is a list
+        s.text.languages = _known_languages(s.text.languages, problems)
     if not 0.0 <= s.text.note_weight <= 1.0:
         problems.append("text.note_weight: must be between 0 and 1")
     if not 0.0 <= s.search.vector_weight <= 1.0:
@@ -405,6 +394,23 @@ def _validate(s: Settings, problems: list[str]) -> None:
         problems.append("vault.path: no vault given (use --vault PATH or VAULT_BRAIN_VAULT)")
     elif not Path(s.vault.path).expanduser().is_dir():
         problems.append(f"vault.path: {s.vault.path} is not a folder")
+
+
+def _known_languages(raw_codes: list[str], problems: list[str]) -> list[str]:
+    """text.languages as codes the analysers know, each once; unknown ones are problems."""
+    from vault_brain.text.analysis import LANGUAGES, normalize_language
+
+    languages: list[str] = []
+    for raw in raw_codes:
+        code = normalize_language(raw)
+        if code is None:
+            problems.append(
+                f"text.languages: {raw!r} is not a language code vault-brain knows "
+                f"({' '.join(sorted(LANGUAGES))})"
+            )
+        elif code not in languages:
+            languages.append(code)
+    return languages
 
 
 def is_loopback(host: str) -> bool:

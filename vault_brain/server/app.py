@@ -61,7 +61,17 @@ def _default_factory(settings: Settings) -> Brain:
 
 
 def _default_attach(brain: Brain) -> Callable[[], object]:
-    return brain.start_watching()
+    """Watch the vault, and answer the CLI's searches on a local socket (warm.py)."""
+    from vault_brain import warm
+
+    stop_watching = brain.start_watching()
+    stop_answering = warm.listen(brain)
+
+    def stop() -> None:
+        stop_answering()
+        stop_watching()
+
+    return stop
 
 
 class BrainHandle:

@@ -114,7 +114,8 @@ def load_block(block: str) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
-        check_expansion(node)
+        if "*" in block:  # an alias is written `*name`: a block without one cannot expand
+            check_expansion(node)
         return loader.construct_document(node)
     finally:
         loader.dispose()
