@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import HANG_SECONDS
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -87,6 +89,7 @@ def test_search_sees_an_edit_made_after_indexing(small_vault):
     assert json.loads(r.stdout)["results"][0]["path"] == "New.md"
 
 
+@pytest.mark.slow
 def test_local_embeddings_make_hybrid_not_degraded(small_vault):
     r = run("index", "--vault", str(small_vault.root), "--json")
     assert r.returncode == 0, r.stderr
@@ -167,6 +170,7 @@ def test_init_writes_config_and_indexes(small_vault):
     assert (small_vault.root / ".vault-brain" / "index.db").is_file()
 
 
+@pytest.mark.slow
 def test_readme_run_command_works_on_the_sample_vault(tmp_path):
     import shutil
 
@@ -217,7 +221,7 @@ def test_status_says_whether_a_watcher_keeps_the_index_fresh(small_vault):
         assert st["watched"] is True and st["indexer"] is False
     finally:
         watcher.terminate()
-        watcher.wait(timeout=30)
+        watcher.wait(timeout=HANG_SECONDS)
 
 
 def test_search_on_an_empty_vault_says_no_matches(tmp_path):
@@ -375,7 +379,9 @@ def test_a_deleted_note_can_be_restored_from_its_history_by_path(vault):
     listed = json.loads(
         run("history", "Gone.md", "--json", "--vault", str(vault.root), env=env).stdout
     )
-    name = listed["versions"][0]["name"]
+    # Newest first: what the delete removed, then what the update replaced.
+    assert len(listed["versions"]) == 2
+    name = listed["versions"][1]["name"]
     assert run("restore", "Gone.md", name, "--vault", str(vault.root), env=env).returncode == 0
     assert "first words" in vault.read("Gone.md")
 
@@ -395,3 +401,12 @@ def test_search_says_nothing_relevant_and_min_score_zero_shows_the_weak_matches(
     assert cut["results"] == [] and cut["nothing_relevant"] is True
     r = run("search", weak, "--vault", vault, "--min-score", "1.5", env=env)
     assert r.returncode == 2 and "min-score" in r.stderr.lower()
+
+
+def test_get_by_a_title_two_notes_share_names_both_and_prints_neither(vault):
+    vault.write("Work/Ideas.md", "---\nid: work0001\n---\n# Ideas\n\nfor work\n")
+    vault.write("Home/Ideas.md", "---\nid: home0001\n---\n# Ideas\n\nfor home\n")
+    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none", "VAULT_BRAIN_EMBED_STRONG": "none"}
+    r = run("get", "Ideas", "--vault", str(vault.root), env=env)
+    assert r.returncode != 0 and r.stdout == ""
+    assert "work0001" in r.stderr and "Home/Ideas.md" in r.stderr

@@ -361,3 +361,53 @@ def test_models_are_cached_in_the_users_cache_folder_never_by_a_vault_config(tmp
     with pytest.raises(ConfigError) as err:
         load_settings(vault=str(vault), env=env)
     assert "embed.cache_dir" in str(err.value)
+
+
+# ---- the vault is never chosen by its own config (issue 25, item 11) ----
+
+
+def user_config_naming(tmp_path: Path, vault: Path) -> dict[str, str]:
+    user = tmp_path / "xdg" / "vault-brain" / "config.toml"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text(f'[vault]\npath = "{vault}"\n', encoding="utf-8")
+    return user_env(tmp_path)
+
+
+def test_a_vault_config_cannot_point_vault_brain_at_another_folder(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    vault_config(vault, '[vault]\npath = "../.."\n')  # relative to .vault-brain: tmp_path
+    env = user_config_naming(tmp_path, vault)
+    with pytest.raises(ConfigError) as err:
+        load_settings(env=env)
+    text = str(err.value)
+    assert "vault.path" in text and str(vault.resolve()) in text
+
+
+def test_trusting_a_vault_config_does_not_let_it_choose_the_vault(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    other = tmp_path / "other"
+    other.mkdir()
+    vault_config(vault, f'[vault]\npath = "{other}"\n')
+    env = user_config_naming(tmp_path, vault)
+    trust_vault_config(str(vault), env)
+    with pytest.raises(ConfigError, match="vault.path"):
+        load_settings(env=env)
+
+
+def test_a_vault_config_naming_its_own_vault_is_harmless(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    vault_config(vault, '[vault]\npath = ".."\n[search]\nlimit = 7\n')
+    s = load_settings(env=user_config_naming(tmp_path, vault))
+    assert (s.vault_path, s.search.limit) == (vault.resolve(), 7)
+    vault_config(vault, f'[vault]\npath = "{vault}"\n')
+    assert load_settings(env=user_config_naming(tmp_path, vault)).vault_path == vault.resolve()
+
+
+def test_the_vault_given_on_the_command_line_wins_over_a_vault_configs_path(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    vault_config(vault, '[vault]\npath = "../.."\n')
+    assert load_settings(vault=str(vault), env=user_env(tmp_path)).vault_path == vault.resolve()

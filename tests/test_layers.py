@@ -94,6 +94,24 @@ def test_nothing_outside_the_postgres_backend_names_it():
         assert not found, f"{path.relative_to(PKG)} names {found}"
 
 
+# SQL a statement starts with, and SQLite's own chores by name: none of it outside the backend.
+SQL = re.compile(
+    r"\b(SELECT\s+[\w*(].*\bFROM|INSERT\s+(OR\s+\w+\s+)?INTO|DELETE\s+FROM|UPDATE\s+\w+\s+SET"
+    r"|CREATE\s+(VIRTUAL\s+)?TABLE|DROP\s+TABLE|BEGIN\s+IMMEDIATE|PRAGMA|wal_checkpoint"
+    r"|integrity-check|sqlite_schema|bm25\()",
+)
+
+
+def test_nothing_outside_the_backends_speaks_sql():
+    """A WAL checkpoint, an FTS5 repair or a full disk's cleanup added anywhere else belongs
+    behind the port (Index.maintain, Index.repair, a role's named question)."""
+    for path in _modules(""):
+        if _in_sqlite_backend(path) or _in_postgres_backend(path):
+            continue
+        found = [m.group(0) for m in SQL.finditer(path.read_text())]
+        assert not found, f"{path.relative_to(PKG)} speaks SQL: {found[:3]}"
+
+
 def _uses(path: Path, module: str) -> bool:
     return any(m == module or m.startswith(module + ".") for m in _imports(path))
 
@@ -227,6 +245,11 @@ LEAVES = (
     "vault_brain.errors",
     "vault_brain.log",
     "vault_brain.records",
+    "vault_brain.budget",
+    "vault_brain.seen",
+    "vault_brain.meter",
+    "vault_brain.backlog",
+    "vault_brain.progress",
 )
 
 
@@ -293,6 +316,21 @@ def test_cli_and_server_use_only_brain_methods_not_its_parts():
         source = path.read_text()
         for part in ("brain.indexer.", "brain.index.", "brain.pipeline."):
             assert part not in source, f"{path.relative_to(PKG)} uses {part}…"
+
+
+def test_progress_and_its_figures_are_leaves():
+    """meter.py (rates, time left), progress.py (the terminal display) and backlog.py (a
+    background job's log lines) lean on nothing above them; only the doors show a display."""
+    allowed = {"vault_brain.log", "vault_brain.meter"}
+    for name in ("meter.py", "progress.py", "backlog.py"):
+        ours = {m for m in _imports(PKG / name) if m.startswith("vault_brain.")}
+        bad = {m for m in ours if not any(m == a or m.startswith(a + ".") for a in allowed)}
+        assert not bad, f"{name} imports {sorted(bad)}"
+    for path in _modules(""):
+        rel = path.relative_to(PKG)
+        if rel.name == "cli.py" or rel.name == "progress.py":
+            continue
+        assert "vault_brain.progress" not in _imports(path), f"{rel} shows a display"
 
 
 def test_the_export_readers_know_nothing_of_the_index_or_the_layers_above():

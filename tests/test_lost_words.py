@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.settle import settle
 from vault_brain.errors import InvalidInput
 
 
@@ -39,7 +40,7 @@ def test_a_path_wins_over_an_id_that_looks_like_a_path(brain, vault):
     brain.sync()
     view = brain.get("Budget.md")
     assert view.path == "Budget.md"
-    trashed = brain.delete("Budget.md", view.version)
+    trashed = brain.delete("Budget.md", view.version).trashed_to
     assert trashed == ".trash/Budget.md"
     assert (vault.root / "Other.md").exists()
 
@@ -116,6 +117,7 @@ def test_save_on_a_full_index_disk_lands_once_and_says_the_index_is_pending(
     assert brain.search("tent stove", mode="fts").hits[0].path == saved.path
 
 
+@pytest.mark.slow
 def test_concurrent_saves_with_a_live_watcher_each_reply_names_its_own_file(vault, make_brain):
     """8 threads save unique notes through one Brain while its watcher indexes their file
     events (the MCP server's shape): every reply's id and path are the file's, and the
@@ -143,7 +145,7 @@ def test_concurrent_saves_with_a_live_watcher_each_reply_names_its_own_file(vaul
         t.start()
     for t in threads:
         t.join()
-    assert brain.indexer.wait_idle(30)
+    settle(brain)  # every file event of the saves handled too
     wrong = []
     for note_id, path, word in replies:
         text = (vault.root / path).read_text(encoding="utf-8")

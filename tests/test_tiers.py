@@ -9,6 +9,9 @@ import pytest
 from tests.conftest import shared_path
 from vault_brain.indexer import ONE_SHOT_STRONG_CHUNKS
 
+# Every test here loads the e5 model: the slow tail.
+pytestmark = pytest.mark.slow
+
 NOTES = {
     "ru/Резервные копии.md": "# Резервные копии\n\nКаждую ночь база данных копируется на "
     "второй сервер, копии хранятся тридцать дней.\n",
@@ -119,3 +122,17 @@ def test_a_one_shot_read_keeps_a_covered_vault_covered(tiered, vault):
     assert brain.refresh_if_unwatched()
     assert brain.status().strong_pending == 0
     assert brain.search("bees", mode="vector").vector_tier == "strong"
+
+
+def test_a_search_reply_to_a_model_names_only_fields_its_tool_description_explains(tiered):
+    """While the strong tier embeds, the reply used to carry `strong_vectors`, which no tool
+    description explains (issue 25, item 8): a model pays tokens for what it cannot use.
+    Coverage stays in `status` and /health."""
+    from vault_brain.server.tools import BY_NAME
+
+    brain = tiered()
+    brain.sync()
+    brain.embed_pending(strong=False)
+    assert brain.search("резервная копия", mode="vector").strong is not None  # still embedding
+    reply, _ = BY_NAME["memory_search"].run(brain, {"query": "резервная копия"})
+    assert set(reply) <= {"results", "degraded", "nothing_relevant", "indexing"}

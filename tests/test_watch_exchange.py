@@ -3,21 +3,22 @@ history folder; the index must still hold the new note (and nothing from the his
 
 from __future__ import annotations
 
-from test_watch import fresh_snapshot, fts_paths, running, settle, vault, write  # noqa: F401
+from test_watch import fresh_snapshot, fts_paths, running, vault, write  # noqa: F401
 
+from tests.settle import settle
 from vault_brain.vault import history
 from vault_brain.vault.note import file_version
 from vault_brain.vault.writer import replace_note_file
 
 
 def test_replaced_notes_are_indexed_as_a_full_reindex_would(running, vault, tmp_path):  # noqa: F811
-    watcher, brain, settings = running
+    _, brain = running
     path = vault / "Inbox.md"
     for i in range(20):
         raw = path.read_bytes()
         replace_note_file(vault, "Inbox.md", file_version(raw), raw + f"capybara{i}\n".encode())
     write(vault, "Other.md", "# Other\nplain\n")
-    settle(watcher, settings)
+    settle(brain)
     assert fts_paths(brain, "capybara19") == ["Inbox.md"]
     assert len(history.list_versions(vault, "Inbox.md")) == 20
     assert brain.snapshot() == fresh_snapshot(vault, tmp_path)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.settle import settle
+from tests.waiting import HANG_SECONDS
 from vault_brain.config import load_settings
 from vault_brain.service import Brain
 
@@ -32,19 +34,6 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
-
-
-def settle(indexer) -> None:
-    before = None
-    for _ in range(100):
-        time.sleep(0.6)
-        assert indexer.wait_idle(30)
-        s = indexer.stats()
-        now = (s.batches, s.reconciles, s.paths_synced)
-        if now == before:
-            return
-        before = now
-    raise AssertionError("events kept arriving")
 
 
 def fresh(vault: Path, tmp_path: Path, trusted: list[str] | None = None) -> dict:
@@ -72,13 +61,13 @@ def test_a_link_to_a_trusted_folder_made_while_watching_is_indexed_and_followed(
     vault, outside = world
     trusted = [str(outside)]
     with Brain(settings_for(vault, trusted)) as brain, brain.indexer as indexer:
-        assert indexer.wait_idle(30)
+        assert indexer.wait_idle(HANG_SECONDS)
         os.symlink(outside / "Shared", vault / "Linked")
-        settle(indexer)
+        settle(brain)
         assert paths(brain, "pangolin") == ["Linked/Plan.md"]
         write(outside / "Shared/Plan.md", "# Plan\n\nnow about a tapir\n")
         write(outside / "Shared/New.md", "# New\n\ntapir again\n")
-        settle(indexer)
+        settle(brain)
         assert paths(brain, "tapir") == ["Linked/New.md", "Linked/Plan.md"]
         assert paths(brain, "pangolin") == []
         got = brain.snapshot()
@@ -88,9 +77,9 @@ def test_a_link_to_a_trusted_folder_made_while_watching_is_indexed_and_followed(
 def test_a_link_to_an_untrusted_folder_made_while_watching_is_not_indexed(world, tmp_path):
     vault, outside = world
     with Brain(settings_for(vault)) as brain, brain.indexer as indexer:
-        assert indexer.wait_idle(30)
+        assert indexer.wait_idle(HANG_SECONDS)
         os.symlink(outside / "Shared", vault / "Linked")
-        settle(indexer)
+        settle(brain)
         assert paths(brain, "pangolin") == []
         got = brain.snapshot()
     assert got == fresh(vault, tmp_path)
@@ -99,9 +88,9 @@ def test_a_link_to_an_untrusted_folder_made_while_watching_is_not_indexed(world,
 def test_a_folder_link_named_like_a_note_never_indexes_notes_twice(world, tmp_path):
     vault, _ = world
     with Brain(settings_for(vault)) as brain, brain.indexer as indexer:
-        assert indexer.wait_idle(30)
+        assert indexer.wait_idle(HANG_SECONDS)
         os.symlink(vault / "Inside", vault / "Twice.md")
-        settle(indexer)
+        settle(brain)
         assert paths(brain, "quetzal") == ["Inside/Real.md"]
         got = brain.snapshot()
     assert got == fresh(vault, tmp_path)
@@ -112,10 +101,10 @@ def test_removing_a_folder_link_removes_its_notes(world, tmp_path):
     trusted = [str(outside)]
     os.symlink(outside / "Shared", vault / "Linked")
     with Brain(settings_for(vault, trusted)) as brain, brain.indexer as indexer:
-        assert indexer.wait_idle(30)
+        assert indexer.wait_idle(HANG_SECONDS)
         assert paths(brain, "pangolin") == ["Linked/Plan.md"]
         os.unlink(vault / "Linked")
-        settle(indexer)
+        settle(brain)
         assert paths(brain, "pangolin") == []
         got = brain.snapshot()
     assert got == fresh(vault, tmp_path, trusted)

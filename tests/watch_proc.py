@@ -17,6 +17,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+if __package__ in (None, ""):  # imported as `watch_proc`, or run as a script
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.waiting import HANG_SECONDS  # noqa: E402
+
 
 class WatchProcess:
     def __init__(
@@ -68,7 +73,9 @@ class WatchProcess:
         with self._cond:
             return sum(1 for e in self.events if _matches(e, name, fields))
 
-    def wait_for(self, name: str, timeout: float = 30, after: int = 0, **fields: object) -> dict:
+    def wait_for(
+        self, name: str, timeout: float = HANG_SECONDS, after: int = 0, **fields: object
+    ) -> dict:
         """The first log event `name` (with these field values) beyond the first `after`."""
         deadline = time.monotonic() + timeout
         with self._cond:
@@ -83,15 +90,19 @@ class WatchProcess:
                     )
                 self._cond.wait(min(left, 0.2))
 
+    def pause(self) -> None:
+        """SIGSTOP the watcher and every process it started: it stands where it is."""
+        os.killpg(self.proc.pid, signal.SIGSTOP)
+
     def kill(self) -> None:
         """SIGKILL the watcher and every process it started."""
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        self.proc.wait(10)
+        self.proc.wait(HANG_SECONDS)
 
-    def terminate(self, timeout: float = 20) -> int:
+    def terminate(self, timeout: float = HANG_SECONDS) -> int:
         self.proc.terminate()
         return self.proc.wait(timeout)
 

@@ -14,8 +14,8 @@ import typer
 
 from vault_brain import __version__, log
 from vault_brain.config import CONFIG_NAME, INDEX_DIR, Settings, load_settings
-from vault_brain.contract import MODES
-from vault_brain.errors import ConfigError, InvalidExport, NotFound, VaultBrainError
+from vault_brain.contract import MODES, SEARCH_LIMIT_MAX
+from vault_brain.errors import ConfigError, InvalidExport, InvalidInput, NotFound, VaultBrainError
 
 app = typer.Typer(
     name="vault-brain",
@@ -77,50 +77,15 @@ def _brain(settings: Settings, *, one_shot: bool = True):
         brain.close()
 
 
-def _progress_bar():
-    """A progress bar on a terminal: the phase, files done of total, files/s and chunks/s,
-    and an ETA from the average rate so far (steady, not jumping). None when not a TTY."""
-    if not sys.stderr.isatty():
-        return None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    return Progress(
-        TextColumn("{task.description:<9}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rates]}"),
-        console=Console(stderr=True),
-        transient=True,
-    )
-
-
-def _run_with_progress(label: str, work) -> Any:
-    bar = _progress_bar()
-    if bar is None:
-        return work(None)
-    import time
-
-    started = time.monotonic()
-    with bar:
-        task = bar.add_task(label, total=None, rates="")
-
-        def update(p: Any) -> None:
-            if hasattr(p, "phase"):
-                phase, done, total, chunks = p.phase, p.done, p.total, p.chunks
-            else:
-                (done, total), phase, chunks = p, label, 0
-            elapsed = max(time.monotonic() - started, 1e-6)
-            rate = done / elapsed
-            rates = f"{rate:,.0f} files/s" if phase != "embed" else f"{rate:,.0f} chunks/s"
-            if chunks:
-                rates += f", {chunks / elapsed:,.0f} chunks/s"
-            if total and done and rate > 0:
-                left = (total - done) / rate
-                rates += f", about {int(left // 60)}:{int(left % 60):02d} left"
-            bar.update(task, description=phase, completed=done, total=total or None, rates=rates)
-
-        return work(update)
+@contextmanager
+def _typed_values():
+    """Brain refusing a value the user typed (a date, an empty query or reference, a version
+    name) is a usage error, exit 2 as for a bad flag; what a file holds stays a runtime
+    error (1)."""
+    try:
+        yield
+    except InvalidInput as exc:
+        raise _fail(f"{exc.code}: {exc.message}", 2) from None
 
 
 def _dump(obj: Any) -> None:
@@ -156,10 +121,15 @@ def index(
     ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Bring the index in step with the vault (incremental; --full rebuilds every note)."""
+    """Bring the index in step with the vault (incremental; --full rebuilds every note),
+    in phases: scan, parse (files), vectors and e5 vectors (chunks), each with its rate and
+    the time left, and a summary line when it ends. Ctrl-C stops after the current batch,
+    keeps what is done and exits 130: run `index` again to continue where it stopped."""
     settings = _settings(vault, config)
     log.use_human_output()
-    with _brain(settings) as brain:
+    from vault_brain.progress import Phases
+
+    with _ctrl_c_stops() as stop, _brain(settings) as brain:
         if brain.watched() and not full:
             # A watcher or server holds the indexer lock and keeps the index in step.
             st = brain.status()
@@ -171,24 +141,18 @@ def index(
                     f"({st.notes} notes, {st.pending_vectors} vectors pending)"
                 )
             return
-        report = _run_with_progress("scan", lambda cb: brain.sync(full=full, progress=cb))
-        before = brain.status()
-        vectors = strong = 0
-        if before.pending_vectors:
-            total = before.pending_vectors
-            vectors = _run_with_progress(
-                "embed", lambda cb: _embed_all(brain, total, cb, strong=False)
-            )
-        if before.strong_model and brain.status().strong_pending:
-            # The multilingual tier: slower; Ctrl-C keeps what is done (a watcher or server
-            # carries on from there).
-            total = brain.status().strong_pending
-            strong = _run_with_progress(
-                "embed e5", lambda cb: _embed_all(brain, total, cb, strong=True)
-            )
-        # What "no relation" scores in this vault, once its vectors are in (seconds).
-        calibrated = brain.calibrate()
-        status = brain.status()
+        # The role is held for every phase, so `status` meanwhile says an index run is in
+        # progress and a watcher started meanwhile waits for the run to end.
+        with brain.index_run(), Phases(stopping=stop) as phases:
+            report = _sync_phases(brain, phases, full, stop)
+            vectors = _vector_phase(brain, phases, stop, strong=False)
+            strong = _vector_phase(brain, phases, stop, strong=True)
+            # What "no relation" scores in this vault, once its vectors are in (seconds).
+            calibrated = [] if stop.is_set() else _calibrate_phase(brain, phases)
+            status = brain.status()
+    stopped = stop.is_set() and (
+        report.stopped or bool(status.pending_vectors) or bool(status.strong_pending)
+    )
     result = {
         **dataclasses.asdict(report),
         "vectors_written": vectors,
@@ -197,36 +161,132 @@ def index(
         "strong_pending": status.strong_pending,
         "calibrated": calibrated,
         "last_error": status.last_error,
+        "stopped": stopped,
     }
     if json_out:
         _dump(result)
-        return
-    typer.echo(
-        f"{report.scanned} notes scanned: {report.added} added, {report.updated} updated, "
-        f"{report.removed} removed, {report.skipped} skipped ({report.ms / 1000:.1f} s); "
-        f"{vectors} vectors written"
-        + (f", {status.pending_vectors} pending" if status.pending_vectors else "")
-        + (f"; {strong} multilingual vectors written" if strong else "")
-        + (f", {status.strong_pending} pending" if status.strong_pending else "")
-    )
+    else:
+        typer.echo(
+            f"{report.scanned} notes scanned: {report.added} added, {report.updated} updated, "
+            f"{report.removed} removed, {report.skipped} skipped ({report.ms / 1000:.1f} s); "
+            f"{vectors} vectors written"
+            + (f", {status.pending_vectors} pending" if status.pending_vectors else "")
+            + (f"; {strong} multilingual vectors written" if strong else "")
+            + (f", {status.strong_pending} pending" if status.strong_pending else "")
+        )
     if status.embed_error:
         typer.echo(f"embedding: {status.embed_error} (full-text search still works)", err=True)
     if status.summary_error:
         typer.echo(f"summaries: {status.summary_error} (extractive leads meanwhile)", err=True)
+    if stopped:
+        typer.echo(f"vault-brain: stopped: {_where_it_stopped(report, status)}", err=True)
+        raise typer.Exit(130)
 
 
-def _embed_all(brain: Any, total: int, progress, *, strong: bool) -> int:
-    done = 0
-    while True:
+@contextmanager
+def _ctrl_c_stops():
+    """Ctrl-C (SIGINT) asks the work to stop after its current batch, instead of killing it
+    mid-write: the Event it yields is set. A second Ctrl-C quits at once (exit 130)."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+    previous = signal.getsignal(signal.SIGINT)
+
+    def on_signal(_signum: int, _frame: object) -> None:
+        signal.signal(signal.SIGINT, previous)
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _sync_phases(brain: Any, phases: Any, full: bool, stop: Any) -> Any:
+    """The pass over the files as two phases: scan (count the files, compare with the
+    index) and parse (read, chunk and store the new and changed ones)."""
+    from vault_brain.meter import duration
+
+    scan = phases.phase("scan", "files", verb="scanned")
+    parse = None
+
+    def scanned(to_parse: str) -> None:
+        m = scan.meter
+        scan.finish(f"scanned {m.done:,} files in {duration(m.elapsed())} ({to_parse})")
+
+    def progress(p: Any) -> None:
+        nonlocal parse
+        if p.phase == "scan" and p.total:
+            scan.update(p.done, p.total)
+        elif p.phase == "parse":
+            if parse is None:
+                scanned(f"{p.total:,} new or changed")
+                parse = phases.phase("parse", "files", p.total, verb="parsed")
+            parse.update(p.done)
+
+    report = brain.sync(full=full, progress=progress, stop=stop)
+    changes = f"{report.added:,} added, {report.updated:,} updated, {report.removed:,} removed"
+    if parse is None:
+        scanned("none new or changed" + (f"; {report.removed:,} removed" if report.removed else ""))
+    else:
+        parse.finish(more=f": {changes}")
+    return report
+
+
+def _vector_phase(brain: Any, phases: Any, stop: Any, *, strong: bool) -> int:
+    """The vectors the index lacks, one tier at a time, in batches (Ctrl-C stops between
+    two): the instant tier (or the configured remote model), then the multilingual e5
+    tier. The bar counts chunks with vectors of all chunks; the rate is this run's."""
+    if stop.is_set():
+        return 0
+    st = brain.status()
+    if strong:
+        pending, done, label = st.strong_pending, st.strong_vectors, "e5 vectors"
+    else:
+        pending, done, label = st.pending_vectors, st.vectors, "vectors"
+    if not pending or (strong and not st.strong_model):
+        return 0
+    phase = phases.phase(label, "chunks", done + pending, done=done)
+    written = 0
+    while not stop.is_set():
         if strong:
-            n = brain.embed_strong(limit=64)
+            n = brain.embed_strong(limit=64)  # about a second of e5: Ctrl-C answers soon
         else:
             n = brain.embed_pending(limit=1024, strong=False)
         if n == 0:
-            return done
-        done += n
-        if progress:
-            progress((min(done, total), total))
+            break
+        written += n
+        phase.update(done + written)
+    left = pending - written
+    phase.finish(more=f", {left:,} left" if left > 0 else "")
+    return written
+
+
+def _calibrate_phase(brain: Any, phases: Any) -> list[str]:
+    """The vault's calibration, when due (a few seconds; the first time it embeds a bank
+    of questions): shown like a phase, and a line when it fitted a tier."""
+    from vault_brain.meter import duration
+
+    phase = phases.phase("calibrate", "tiers")
+    fitted = brain.calibrate()
+    if fitted:
+        took = duration(phase.meter.elapsed())
+        phase.finish(f"calibrated the {' and '.join(fitted)} vectors in {took}")
+    else:
+        phase.drop()
+    return fitted
+
+
+def _where_it_stopped(report: Any, st: Any) -> str:
+    """What an interrupted `index` leaves, and how to go on."""
+    parts = [f"indexed {st.notes:,} of {report.scanned:,} files"]
+    if st.embedding:
+        parts.append(f"{st.vectors:,} of {st.chunks:,} vectors")
+    if st.strong_model:
+        parts.append(f"{st.strong_vectors:,} of {st.chunks:,} e5 vectors")
+    return "; ".join(parts) + "; run `vault-brain index` again to continue where it stopped"
 
 
 app.command("reindex", help="Alias of `index`.")(index)
@@ -265,6 +325,17 @@ def search(
             help="Hide hits scoring lower (default: search.min_score).",
         ),
     ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--max-tokens",
+            min=1,
+            help=(
+                "Print at most this many cl100k tokens: the best hits whole, then as much of "
+                "the next as fits (up to 50 hits when --limit is not given)."
+            ),
+        ),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Search the vault (syncs first when no watcher is keeping the index fresh)."""
@@ -272,7 +343,9 @@ def search(
         raise _fail(f"--mode must be one of {', '.join(MODES)}, not {mode!r}", 2)
     settings = _settings(vault, config)
     log.use_human_output()
-    with _brain(settings) as brain:
+    if max_tokens is not None and limit is None:
+        limit = SEARCH_LIMIT_MAX  # the budget is the bound: draw on every hit worth showing
+    with _brain(settings) as brain, _typed_values():
         brain.refresh_if_unwatched(vectors=(mode or settings.search.mode) != "fts")
         result = brain.search(
             query,
@@ -285,37 +358,75 @@ def search(
             explain=explain,
             min_score=min_score,
         )
-    if json_out:
-        hits = [dataclasses.asdict(h) for h in result.hits]
-        if not explain:
-            for h in hits:
-                h.pop("explain", None)
-        out = {"results": hits, "mode": result.mode, "degraded": result.degraded}
-        if result.nothing_relevant:
-            out["nothing_relevant"] = True
-        _dump(out)
-        return
-    if result.degraded:
+        cut = settings.search.min_score if min_score is None else min_score
+
+        def render(hits: list[Any], omitted: int) -> str:
+            if json_out:
+                return _search_json(result, hits, omitted, explain)
+            return _search_lines(result, hits, omitted, cut, max_tokens)
+
+        if max_tokens is None:
+            text = render(result.hits, 0)
+        else:
+            from vault_brain.budget import fit_hits
+
+            try:
+                _, text = fit_hits(result.hits, render, brain.count_tokens, max_tokens)
+            except InvalidInput as exc:
+                raise _fail(f"--max-tokens: {exc.message}", 2) from None
+    if result.degraded and not json_out:
         typer.echo(f"(full text only: {result.reason})", err=True)
+    typer.echo(text, nl=False)
+
+
+def _search_json(result: Any, hits: list[Any], omitted: int, explain: bool) -> str:
+    """`search --json`, as README documents it: `indexing` is always there (null when no
+    first pass runs), `omitted` only when --max-tokens left hits out."""
+    rows = [dataclasses.asdict(h) for h in hits]
+    if not explain:
+        for row in rows:
+            row.pop("explain", None)
+    out: dict[str, Any] = {"results": rows, "mode": result.mode, "degraded": result.degraded}
+    if result.nothing_relevant:
+        out["nothing_relevant"] = True
+    if omitted:
+        out["omitted"] = omitted
+    out["indexing"] = (
+        {"done": result.indexing.done, "total": result.indexing.total} if result.indexing else None
+    )
+    return json.dumps(out, ensure_ascii=False, indent=2, default=str) + "\n"
+
+
+def _search_lines(
+    result: Any, hits: list[Any], omitted: int, cut: float, max_tokens: int | None
+) -> str:
+    """`search` for a person: one line per hit and its snippet."""
+    lines: list[str] = []
     if not result.hits:
-        if result.below_cutoff:
+        if result.below_cutoff and result.nothing_relevant:
             n = result.below_cutoff
-            cut = settings.search.min_score if min_score is None else min_score
-            typer.echo(
+            lines.append(
                 f"nothing relevant ({n} weak match{'' if n == 1 else 'es'} under the "
                 f"min_score of {cut})"
             )
         else:
-            typer.echo("no matches")
-        return
-    for i, hit in enumerate(result.hits, 1):
-        typer.echo(
+            lines.append("no matches")
+    for i, hit in enumerate(hits, 1):
+        lines.append(
             f"{i}. {hit.title}  [{hit.path}]  id={hit.id}  score={hit.score:.3f} ({hit.confidence})"
         )
         if hit.snippet:
-            typer.echo(f"   {hit.snippet}")
+            lines.append(f"   {hit.snippet}")
         if hit.explain:
-            typer.echo(f"   explain: {json.dumps(hit.explain)}")
+            lines.append(f"   explain: {json.dumps(hit.explain)}")
+    if omitted:
+        lines.append(f"({omitted} more left out to fit --max-tokens {max_tokens})")
+    if result.indexing:
+        lines.append(
+            f"(the first pass over the vault is still running: {result.indexing.done:,} of "
+            f"{result.indexing.total:,} files indexed, so there may be more)"
+        )
+    return "\n".join(lines) + "\n"
 
 
 @app.command()
@@ -330,7 +441,7 @@ def get(
     """Show one note in full, with its version, tags, links and backlinks."""
     settings = _settings(vault, config)
     log.use_human_output()
-    with _brain(settings) as brain:
+    with _brain(settings) as brain, _typed_values():
         brain.refresh_if_unwatched(vectors=False)
         try:
             view = brain.get(ref)
@@ -368,7 +479,7 @@ def history(
     """List the versions of a note that vault-brain writes replaced (newest first)."""
     settings = _settings(vault, config)
     log.use_human_output()
-    with _brain(settings) as brain:
+    with _brain(settings) as brain, _typed_values():
         path, versions = brain.history(ref)
     if json_out:
         _dump({"path": path, "versions": [dataclasses.asdict(v) for v in versions]})
@@ -393,7 +504,7 @@ def restore(
     """Put a kept version of a note back (what it replaces is kept in turn)."""
     settings = _settings(vault, config)
     log.use_human_output()
-    with _brain(settings) as brain:
+    with _brain(settings) as brain, _typed_values():
         path, _ = brain.history(ref)
         current = brain.current_version(path)
         result = brain.restore(path, name, version=current)
@@ -502,7 +613,9 @@ def _print_import(report: Any) -> None:
 
 @app.command()
 def status(vault: VaultOpt = None, config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
-    """Counts, pending work, the embedding model and the index size."""
+    """Counts, pending work, the models and the index size; the e5 tier's pace and time left
+    while a process embeds it; who holds the index (a watcher or server that keeps it in
+    step, or an `index` run in progress, with its pid)."""
     settings = _settings(vault, config)
     log.use_human_output()
     with _brain(settings) as brain:
@@ -532,7 +645,15 @@ def _status_lines(st: Any) -> list[tuple[str, str]]:
     if st.strong_model:
         total = st.strong_vectors + st.strong_pending
         share = f"{st.strong_vectors:,} of {total:,} chunks" if total else "no chunks yet"
-        lines.append(("multilingual", f"{share} from {st.strong_model}"))
+        pace = ""
+        if st.strong_rate:
+            from vault_brain.meter import per_second, time_left
+
+            left = st.strong_eta_seconds
+            pace = f" ({per_second(st.strong_rate, 'chunks')}" + (
+                f", {time_left(left)})" if left is not None else ")"
+            )
+        lines.append(("multilingual", f"{share} from {st.strong_model}{pace}"))
         if st.strong_kernel:
             agreement = f", agreement {st.strong_agreement:.4f}" if st.strong_agreement else ""
             lines.append(
@@ -543,10 +664,18 @@ def _status_lines(st: Any) -> list[tuple[str, str]]:
         lines.append(("summaries", f"by {st.summary_model}{pending}"))
     else:
         lines.append(("summaries", "first lines of each note (no summarizer configured)"))
+    pid = f" (pid {st.indexer_pid})" if st.indexer_pid else ""
     if st.indexer:
         fresh = "this process watches the vault"
+    elif st.indexer_role == "index":
+        fresh = (
+            f"an `index` run is in progress{pid}; after it, nothing watches the vault "
+            "(search and get refresh it first)"
+        )
     elif st.watched:
-        fresh = "a running vault-brain watch or serve keeps it in step"
+        fresh = f"a running vault-brain watch or serve{pid} keeps it in step"
+    elif st.indexer_role == "refresh":
+        fresh = f"nothing watches the vault; a search or get{pid} is refreshing it now"
     else:
         fresh = "nothing watches the vault; search and get refresh it first"
     lines.append(("kept fresh", fresh))
@@ -577,7 +706,8 @@ def watch(
         typer.Option("--debounce", metavar="MS", help="Quiet time per path before syncing."),
     ] = None,
 ) -> None:
-    """Keep the index in step with the vault until Ctrl-C (JSON log lines on stderr)."""
+    """Keep the index in step with the vault until Ctrl-C (JSON log lines on stderr; the e5
+    backlog's: strong_backlog_started, strong_progress every 30 s, strong_backlog_done)."""
     overrides: dict[str, Any] = {"poll": poll or None, "debounce_ms": debounce}
     settings = _settings(vault, config, watch={k: v for k, v in overrides.items() if v is not None})
     with _brain(settings, one_shot=False) as brain:

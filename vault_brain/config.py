@@ -86,7 +86,7 @@ class EmbedSettings:
 @dataclass
 class SearchSettings:
     mode: str = "hybrid"  # hybrid | fts | vector
-    fusion: str = "convex"  # convex | rrf
+    fusion: str = "adaptive"  # adaptive | convex | rrf
     vector_weight: float = 0.4
     rrf_k: int = 60
     limit: int = 8
@@ -425,7 +425,6 @@ VAULT_SAFE_SECTIONS = frozenset({"chunk", "search", "watch"})
 # a key added later is refused from an untrusted vault config until it is listed here).
 VAULT_SAFE_KEYS = frozenset(
     {
-        ("vault", "path"),  # the vault given on the command line always wins
         ("vault", "ignore"),
         ("vault", "max_file_bytes"),
         ("index", "fresh_read_seconds"),
@@ -614,6 +613,7 @@ def _review(vault: str, raw: bytes, env: Mapping[str, str]) -> list[str]:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError([f"{vault_config_path(vault)}: not valid TOML ({exc})"]) from None
+    _drop_vault_path(data, vault_config_path(vault), [])  # never used from a vault's config
     _apply(settings, data, "vault config", problems, sources, "vault")
     settings.vault.path = str(Path(vault).expanduser().resolve())
     return _untrusted(settings, sources, vault_config_path(vault))
@@ -689,6 +689,30 @@ def _trust_hint(vault: Path, env: Mapping[str, str], changed: bool) -> str:
     )
 
 
+def _drop_vault_path(data: dict[str, Any], path: Path, problems: list[str]) -> None:
+    """A vault's own config never chooses the vault: it is found inside the vault it belongs
+    to, so its `vault.path` can only repeat that folder (harmless, dropped) or name another
+    one, which would let whoever wrote it point vault-brain at any folder (`"../.."`) to
+    index, serve and write there. That is refused, trusted or not."""
+    section = data.get("vault")
+    if not isinstance(section, dict) or "path" not in section:
+        return
+    value = section.pop("path")
+    vault = path.parent.parent.resolve()  # <vault>/.vault-brain/config.toml
+    if isinstance(value, str) and value:
+        named = Path(value).expanduser()
+        named = (named if named.is_absolute() else path.parent / named).resolve()
+        if named == vault:
+            return
+    elif value == "":
+        return
+    problems.append(
+        f"{path} sets vault.path = {value!r}: a vault's own config cannot choose the vault "
+        f"(it belongs to {vault}); remove that line, and name the vault with --vault, "
+        "VAULT_BRAIN_VAULT or your own config"
+    )
+
+
 def load_settings(
     *,
     vault: str | None = None,
@@ -707,6 +731,9 @@ def load_settings(
 
     def apply_file(path: Path, tag: str) -> bytes:
         data, raw = _read_toml(path, problems)
+        if tag == "vault":
+            # Not judged when --vault or VAULT_BRAIN_VAULT names the vault: it is not used.
+            _drop_vault_path(data, path, [] if vault else problems)
         _apply(settings, data, str(path), problems, sources, tag)
         section = data.get("vault")
         vault_value = section.get("path") if isinstance(section, dict) else None

@@ -4,7 +4,7 @@ limits every edge (MCP tools, CLI, config, Brain) enforces the same way."""
 from __future__ import annotations
 
 MODES = ("hybrid", "fts", "vector")
-FUSIONS = ("convex", "rrf")
+FUSIONS = ("adaptive", "convex", "rrf")
 
 TITLE_MAX = 300  # characters
 SUMMARY_MAX = 1_000

@@ -10,11 +10,34 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
 
 from vault_brain.errors import ConfigError, Unavailable
+
+_cap = threading.local()
+
+
+@contextmanager
+def waiting_at_most(seconds: float) -> Iterator[None]:
+    """Requests this thread makes meanwhile wait at most `seconds` each, whatever the
+    endpoint's own timeout: a read (a search, the catch-up a CLI search runs first) answers
+    from full text rather than wait out a hung server's 30 s (search/semantic.py gives a
+    query embedding 2 s the same way)."""
+    before = current_cap()
+    _cap.seconds = seconds if before is None else min(before, seconds)
+    try:
+        yield
+    finally:
+        _cap.seconds = before
+
+
+def current_cap() -> float | None:
+    """The wait `waiting_at_most` set for this thread, or None."""
+    return getattr(_cap, "seconds", None)
 
 
 def endpoint_url(base_url: str, path: str, *, openai: bool) -> str:
@@ -72,11 +95,18 @@ class JsonEndpoint:
                 )
             return self._client
 
-    def post(self, body: dict[str, Any]) -> Any:
+    def post(self, body: dict[str, Any], *, cap: float | None = None) -> Any:
+        """`cap`: wait at most this long (else this thread's `waiting_at_most`, else the
+        endpoint's timeout)."""
+        cap = cap if cap is not None else current_cap()
+        wait = self.timeout if cap is None else min(self.timeout, cap)
         try:
-            response = self._http().post(self.url, json=body)
+            if wait < self.timeout:
+                response = self._http().post(self.url, json=body, timeout=httpx.Timeout(wait))
+            else:
+                response = self._http().post(self.url, json=body)
         except httpx.TimeoutException as exc:
-            raise self.unavailable(f"timed out after {self.timeout:g} s") from exc
+            raise self.unavailable(f"timed out after {wait:g} s") from exc
         except httpx.HTTPError as exc:
             raise self.unavailable(f"request failed ({type(exc).__name__})") from exc
         if response.status_code != 200:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 
 class VaultBrainError(Exception):
     """Base of every error vault-brain raises on purpose."""
@@ -9,10 +11,14 @@ class VaultBrainError(Exception):
     code = "INTERNAL"
     retryable = False
 
-    def __init__(self, message: str, **details: object) -> None:
+    def __init__(self, message: str, *, retryable: bool | None = None, **details: object) -> None:
+        """`retryable` overrides the class's default for this one error (a CONFLICT that a
+        retry with the current version settles)."""
         super().__init__(message)
         self.message = message
         self.details = details
+        if retryable is not None:
+            self.retryable = retryable
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -62,3 +68,15 @@ class IndexDamaged(Unavailable):
 class InvalidExport(InvalidInput):
     """A chat export that cannot be read or is not the format named: the message names the
     file and the place in it. The CLI exits with 2, and nothing has been written."""
+
+
+# OSError numbers that mean the disk (or the user's quota on it) is full.
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def disk_full(where: str, *, written: str = "nothing was written") -> Unavailable:
+    """A full disk, said as such: retryable once space is freed (never INTERNAL)."""
+    return Unavailable(
+        f"the disk holding {where} is full: {written}; free some space and retry",
+        reason="disk_full",
+    )

@@ -29,12 +29,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vault_brain import log
+from vault_brain.backlog import Backlog, BacklogProgress
 from vault_brain.config import Settings
 from vault_brain.embed.base import Embedder
 from vault_brain.embed.cache import ModelCache
+from vault_brain.endpoint import waiting_at_most
 from vault_brain.errors import Unavailable
-from vault_brain.index.port import Index
-from vault_brain.index.records import STRONG
+from vault_brain.index.port import Index, Writes
+from vault_brain.index.records import INDEX, REFRESH, STRONG, WATCH, Holder
 from vault_brain.index.sync import Progress, Syncer, SyncProgress, SyncReport
 from vault_brain.records import Indexing
 
@@ -60,6 +62,11 @@ FIRST_PASS_WAIT_FILES = 2_000
 # (the notes changed since the last pass, ~2 s of e5 at most), never a larger one.
 ONE_SHOT_STRONG_CHUNKS = 64
 ONE_SHOT_INSTANT_CHUNKS = 2_000  # ~1 s of the static model
+REFRESH_WAIT_SECONDS = 30.0  # an explicit pass waits this long for a read's catch-up pass
+# How long a read's catch-up waits for a remote embedding endpoint, per request: what a
+# query embedding gets (search/semantic.py), so a hung server costs a CLI search 2 s, not
+# the endpoint's timeout (30 s by default).
+READ_WAIT_SECONDS = 2.0
 # The share of chunks a tier must have vectors for before the vault is calibrated on it
 # (search/fit.py): the strong tier answers from this share on (search/semantic.py).
 CALIBRATE_COVERAGE = 0.99
@@ -137,6 +144,8 @@ class Indexer:
         self._progress_published = 0.0
         self._checked = False  # the index was checked for damage (repair) in this process
         self._kernel_recorded: str | None = None  # the strong kernel this process recorded
+        # The strong tier's backlog, told in log lines and a record `status` reads.
+        self.strong_backlog = Backlog("strong", self.strong_coverage, self._publish_backlog)
 
     # -- role ----------------------------------------------------------------------------
 
@@ -154,8 +163,16 @@ class Indexer:
         return self._watcher
 
     def watched(self) -> bool:
-        """Some process (this one or another) keeps the index in step right now."""
-        return self.live or self.lock.taken()
+        """Some process (this one or another) keeps the index in step right now: a watcher,
+        not an `index` run (which holds the lock only until it ends)."""
+        if self.live:
+            return True
+        holder = self.lock.holder()
+        return holder is not None and holder.keeps_in_step
+
+    def holder(self) -> Holder | None:
+        """The process holding the indexer role (maybe this one), or None."""
+        return self.lock.holder()
 
     def start(self) -> None:
         """Take the indexer role if the lock is free, else wait for it as a reader (a thread
@@ -164,7 +181,7 @@ class Indexer:
             if self._role != "stopped":
                 return
             self._stop.clear()
-            if self.lock.try_acquire():
+            if self.lock.try_acquire(WATCH):
                 self._become_indexer()
                 return
             self._role = "reader"
@@ -173,6 +190,7 @@ class Indexer:
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop watching (syncing every path still pending) and give up the role."""
+        self.strong_backlog.paused()
         with self._role_lock:
             if self._role == "stopped":
                 return
@@ -200,7 +218,7 @@ class Indexer:
     def _wait_for_role(self) -> None:
         while not self._stop.wait(self.lock_retry_seconds):
             try:
-                got = self.lock.try_acquire()
+                got = self.lock.try_acquire(WATCH)
             except Exception as exc:  # an unreadable index folder: keep reading, retry later
                 log.warn("watch_lock_error", error=log.cut(str(exc), 200))
                 continue
@@ -240,25 +258,55 @@ class Indexer:
 
     # -- the write path --------------------------------------------------------------------
 
-    def sync(self, *, full: bool = False, progress: Progress | None = None) -> SyncReport:
-        """A full stat pass (incremental; `full` re-parses every note), under the lock."""
-        with self._pass_lock, self._holding_lock():
+    def sync(
+        self,
+        *,
+        full: bool = False,
+        progress: Progress | None = None,
+        stop: threading.Event | None = None,
+    ) -> SyncReport:
+        """A full stat pass (incremental; `full` re-parses every note), under the lock.
+        `stop`, once set, ends it after the batch being stored (`report.stopped`)."""
+        with self._pass_lock, self.exclusive():
             if not self._checked:
-                self._checked = True
-                full = self.index.repair() or full
-            report = self._full_pass(full=full, progress=progress)
+                full = self._repair_if_damaged() or full
+            report = self._full_pass(full=full, progress=progress, stop=stop)
         self._changed.set()
         log.event(
             "sync", scanned=report.scanned, **report.counts(), skipped=report.skipped, ms=report.ms
         )
         return report
 
-    def damaged(self) -> None:
-        """A read met damage: check (and rebuild) on the next full pass, soon if live."""
+    def _repair_if_damaged(self) -> bool:
+        """Once per process, before its first full pass (and again after a read met
+        damage): the index's own check (Index.repair; SQLite: FTS5's integrity check).
+        Damaged pages give wrong answers silently, so what is damaged is emptied and the
+        pass becomes a full rebuild."""
+        self._checked = True
+        return self.index.repair(self._rebuilding)
+
+    def _rebuilding(self, w: Writes) -> None:
+        """Until the pass that refills the emptied full text ends, searches say `indexing`
+        (with the emptying, in its transaction): a partial answer is never taken whole."""
+        w.set_meta("indexing", json.dumps({"done": 0, "total": w.counts().notes}))
+
+    def damaged(self) -> bool:
+        """A read met damage. Where this process may index now (no watcher here or in another
+        process: a CLI command), rebuild at once and return True, so the read can run again;
+        else the indexer's next pass does (soon when this process runs the watcher)."""
         self._checked = False
         watcher = self._watcher
         if watcher is not None:
             watcher.request_reconcile("index_damaged")
+            return False
+        if self._role != "stopped":
+            return False  # a reader: the process holding the lock rebuilds
+        try:
+            self.sync()
+        except Unavailable as exc:
+            log.warn("index_repair_deferred", error=log.cut(exc.message, 200))
+            return False
+        return True
 
     def sync_paths(self, paths: Iterable[str]) -> SyncReport:
         """Re-check these paths (vault-relative or absolute; files or folders, present or
@@ -305,16 +353,18 @@ class Indexer:
             if self.lock.held:
                 return False
             try:
-                if not self.lock.try_acquire():
+                if not self.lock.try_acquire(REFRESH):
                     return False
             except Unavailable:
                 return False
             try:
                 self._full_pass()
                 if vectors:
-                    self.embed_pending(
-                        limit=ONE_SHOT_INSTANT_CHUNKS, strong_limit=self._strong_top_up()
-                    )
+                    # A read waits for a remote model as long as a query embedding does.
+                    with waiting_at_most(READ_WAIT_SECONDS):
+                        self.embed_pending(
+                            limit=ONE_SHOT_INSTANT_CHUNKS, strong_limit=self._strong_top_up()
+                        )
             except Unavailable as exc:
                 # A read still answers from the index as it is (read-only, full disk).
                 log.warn("index_refresh_failed", error=log.cut(exc.message, 200))
@@ -325,7 +375,13 @@ class Indexer:
         finally:
             self._pass_lock.release()
 
-    def _full_pass(self, *, full: bool = False, progress: Progress | None = None) -> SyncReport:
+    def _full_pass(
+        self,
+        *,
+        full: bool = False,
+        progress: Progress | None = None,
+        stop: threading.Event | None = None,
+    ) -> SyncReport:
         """A stat pass over the whole vault (the caller holds the indexer lock). A vault's
         first pass publishes its progress from its first moment, whatever its size, and
         every pass that completes records when (INDEXED_AT): until a first one has, answers
@@ -334,7 +390,11 @@ class Indexer:
         if first:
             self._publish_progress(Indexing(0, 0))  # counting the files
         try:
-            report = self._syncer.sync_all(full=full, progress=self._tracking(progress, first))
+            report = self._syncer.sync_all(
+                full=full, progress=self._tracking(progress, first), stop=stop
+            )
+            if report.stopped:
+                return report  # not a completed pass: the index is still partial
             with self.index.transaction() as w:
                 w.set_meta(INDEXED_AT, str(round(time.time(), 3)))
             self._indexed_once = True
@@ -363,15 +423,21 @@ class Indexer:
         return backlog if backlog <= ONE_SHOT_STRONG_CHUNKS else 0
 
     @contextmanager
-    def _holding_lock(self) -> Iterator[None]:
+    def exclusive(self) -> Iterator[None]:
+        """Hold the indexer role for an explicit run (`vault-brain index`: its pass and its
+        vectors), so nothing else indexes meanwhile and `status` says an index run is in
+        progress. Raises Unavailable, naming the holder, when another process holds it."""
         if self.lock.held:
             yield
             return
-        if not self.lock.try_acquire():
-            raise Unavailable(
-                "another vault-brain process (watch or serve) indexes this vault and keeps "
-                "the index in step; stop it to run this pass here"
-            )
+        deadline = time.monotonic() + REFRESH_WAIT_SECONDS
+        while not self.lock.try_acquire(INDEX):
+            holder = self.lock.holder()
+            # A search's catch-up pass ends in a moment: wait for it rather than refuse.
+            if (holder is None or holder.role == REFRESH) and time.monotonic() < deadline:
+                time.sleep(0.2)
+                continue
+            raise Unavailable(_held_elsewhere(holder))
         try:
             yield
         finally:
@@ -549,20 +615,25 @@ class Indexer:
         from vault_brain.index.vectors import embed_batch
 
         kind = "embed" if name == "instant" else "strong"
-        written = 0
+        if name == "strong":
+            self.strong_backlog.begin(embedder.name)
+        written, dry = 0, False
         try:
             while limit is None or written < limit:
                 size = batch if limit is None else min(batch, limit - written)
                 n = embed_batch(self.index, embedder, size, name)
                 written += n
                 if n < size:  # the queue ran dry: no second look at an empty one
+                    dry = True
                     break
         except ENDPOINT_ERRORS as exc:
             self._failed(kind, backoff, exc)
             return written, False
         self._succeeded(kind, backoff)
-        if written and name == "strong":
-            self._record_kernel(embedder)
+        if name == "strong":
+            if written:
+                self._record_kernel(embedder)
+            self.strong_backlog.worked(written, dry=dry)
         return written, limit is not None and written >= limit
 
     def _record_kernel(self, embedder: Embedder) -> None:
@@ -581,6 +652,24 @@ class Indexer:
             self._kernel_recorded = record
         except Unavailable as exc:
             log.warn("kernel_not_recorded", error=type(exc).__name__)
+
+    def _publish_backlog(self, state: BacklogProgress | None) -> None:
+        """Best effort: a record `status` cannot read only means it shows no pace."""
+        try:
+            with self.index.transaction() as w:
+                w.set_meta("strong_progress", state.dumps() if state is not None else None)
+        except Exception as exc:  # a full disk, or an index closed under a stopping server
+            log.warn("progress_not_recorded", error=type(exc).__name__)
+
+    def strong_progress(self) -> BacklogProgress | None:
+        """The strong tier's backlog as the process working on it last recorded it (rate,
+        time left), or None when no process is working on one now."""
+        with self.index.read() as r:
+            state = BacklogProgress.loads(r.get_meta("strong_progress"))
+        if state is None:
+            return None
+        holder = self.lock.holder()
+        return state if holder is not None and state.fresh(holder.pid) else None
 
     def strong_kernel(self) -> tuple[str, float | None] | None:
         """(kernel, agreement) of the strong tier: this process's when its model is loaded,
@@ -722,3 +811,21 @@ class Indexer:
             return float(record["at"]), str(record["message"])
         except (ValueError, TypeError, KeyError):
             return 0.0, raw
+
+
+def _held_elsewhere(holder: Holder | None) -> str:
+    """Why an explicit pass cannot run now, naming the process that holds the role."""
+    pid = f" (pid {holder.pid})" if holder is not None and holder.pid else ""
+    if holder is not None and holder.role == INDEX:
+        return (
+            f"a `vault-brain index` run{pid} is indexing this vault; wait for it to end "
+            "(or stop it), then run this again"
+        )
+    if holder is not None and holder.role == REFRESH:
+        return (
+            f"a vault-brain search or get{pid} is catching the index up; run this again in a moment"
+        )
+    return (
+        f"another vault-brain process, a watch or serve{pid}, indexes this vault and keeps "
+        "the index in step; stop it to run this pass here"
+    )

@@ -96,6 +96,13 @@ class SaveResult:
 
 
 @dataclass(frozen=True)
+class Trashed:
+    id: str  # the note's id (whatever name the caller gave)
+    path: str  # where the note was
+    trashed_to: str  # where it is now, in the vault's .trash/
+
+
+@dataclass(frozen=True)
 class Status:
     vault: str
     index_path: str
@@ -113,6 +120,10 @@ class Status:
     summary_error: str | None = None
     summary_model: str | None = None
     watched: bool = False  # some process (watch, serve) keeps the index in step right now
+    # The process holding the indexer role and what for: "watch" (watch or serve), "index"
+    # (a `vault-brain index` run), "refresh" (a search catching up); None when nobody does.
+    indexer_pid: int | None = None
+    indexer_role: str | None = None
     indexing: Indexing | None = None
     strong_model: str | None = None  # the strong tier's model, when one is configured
     strong_vectors: int = 0  # chunks it has embedded
@@ -122,3 +133,7 @@ class Status:
     # and its worst cosine with them, as the process that embedded last recorded it.
     strong_kernel: str | None = None
     strong_agreement: float | None = None
+    # While a process works through the strong tier's backlog: chunks/s over the recent
+    # past, and the seconds left at that rate.
+    strong_rate: float | None = None
+    strong_eta_seconds: int | None = None

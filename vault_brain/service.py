@@ -14,7 +14,8 @@ import functools
 import os
 import threading
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -32,6 +33,7 @@ from vault_brain.errors import (
     NotFound,
     Unavailable,
 )
+from vault_brain.index.chunking import count_tokens
 from vault_brain.index.factory import open_index
 from vault_brain.index.hashes import text_hash
 from vault_brain.index.port import Index
@@ -47,10 +49,12 @@ from vault_brain.records import (
     SaveResult,
     SearchResult,
     Status,
+    Trashed,
 )
 from vault_brain.search.fulltext import FullTextArm
 from vault_brain.search.pipeline import SearchPipeline
 from vault_brain.search.semantic import VectorArm
+from vault_brain.seen import VERSION, SeenVersions
 from vault_brain.summarize import make_summarizer
 from vault_brain.vault import history, writer
 from vault_brain.vault.history import Version
@@ -64,6 +68,9 @@ if TYPE_CHECKING:
     from vault_brain.summarize.llm import Summarizer
 
 __all__ = ["Brain", "SyncReport"]
+
+# A name that several notes share is refused, and this many of them are named.
+CANDIDATES_SHOWN = 5
 
 
 T = TypeVar("T")
@@ -129,14 +136,32 @@ class Brain:
             self.index, settings.search, [FullTextArm(settings.text), self._vector_arm]
         )
         self._writes = threading.RLock()  # see one_write_at_a_time
+        self._seen = SeenVersions()  # what a CONFLICT tells apart
         self._closed = False
 
     # -- keeping the index in step (the Indexer does the work) ---------------------------
 
-    def sync(self, *, full: bool = False, progress: Progress | None = None) -> SyncReport:
+    def sync(
+        self,
+        *,
+        full: bool = False,
+        progress: Progress | None = None,
+        stop: threading.Event | None = None,
+    ) -> SyncReport:
         """Bring the index in step with the vault: stat pass, hash, re-index what changed.
-        Raises Unavailable while another process indexes the vault."""
-        return self.indexer.sync(full=full, progress=progress)
+        Raises Unavailable while another process indexes the vault. `stop`, once set, ends
+        the pass after the batch being stored (the report says `stopped`); the next pass
+        continues from there."""
+        return self.indexer.sync(full=full, progress=progress, stop=stop)
+
+    @contextmanager
+    def index_run(self) -> Iterator[None]:
+        """Hold the vault's indexer role for an explicit run (`vault-brain index`: its pass
+        and its vectors): nothing else indexes meanwhile, a watcher waits for it, and
+        `status` says an index run is in progress. Raises Unavailable, naming the process,
+        when another holds the role."""
+        with self.indexer.exclusive():
+            yield
 
     def sync_paths(self, paths: Iterable[str]) -> SyncReport:
         return self.indexer.sync_paths(paths)
@@ -205,8 +230,13 @@ class Brain:
                 query, mode=mode, limit=limit, filters=filters, explain=explain
             )
         except IndexDamaged:
-            self.indexer.damaged()  # rebuilt on the next pass; the caller may retry
-            raise
+            # Rebuilt now where this process may index (then asked again), else by the
+            # indexer's next pass: the caller may retry.
+            if not self.indexer.damaged():
+                raise
+            found = self.pipeline.run(
+                query, mode=mode, limit=limit, filters=filters, explain=explain
+            )
         hits, below = found.hits, 0
         cut = s.min_score if min_score is None else min_score
         if cut > 0:
@@ -227,12 +257,19 @@ class Brain:
             below_cutoff=below,
         )
 
+    def count_tokens(self, text: str) -> int:
+        """cl100k tokens of `text` (the chunker's tokenizer, loaded offline): what a reply on
+        a budget is measured in."""
+        return count_tokens(text)
+
     # -- reading -----------------------------------------------------------------------
 
     def _find(self, ref: str) -> NoteInfo:
         """The note a model means: a vault path (with or without .md) first, whatever ids
-        notes claim; then an id (or the id a moved note had); then a title or an alias
-        (any case); then a file name anywhere in the vault."""
+        notes claim; then an id (or the id a moved note had); then a title, then an alias
+        (any case); then a file name anywhere in the vault. A title, alias or file name that
+        several notes share is refused (InvalidInput with their `candidates`): picking one
+        would let a model read, update or delete the wrong note."""
         ref = (ref or "").strip()
         if not ref:
             raise InvalidInput("id is empty")
@@ -250,11 +287,20 @@ class Brain:
             moved, hops = ref, 0
             while info is None and hops < 5 and (moved := r.redirect(moved) or "") != "":
                 info, hops = r.note_by_id(moved), hops + 1
-            info = info or r.note_by_title(ref) or r.note_by_alias(ref)
-            if info is None and "/" not in stem:
-                info = r.note_by_stem(stem)
             if info is not None:
                 return info
+            for name, found in (
+                ("title", lambda: r.notes_by_title(ref, CANDIDATES_SHOWN + 1)),
+                ("alias", lambda: r.notes_by_alias(ref, CANDIDATES_SHOWN + 1)),
+                ("file name", lambda: r.notes_by_stem(stem, CANDIDATES_SHOWN + 1)),
+            ):
+                if name == "file name" and "/" in stem:
+                    break
+                infos_named = found()
+                if len(infos_named) == 1:
+                    return infos_named[0]
+                if infos_named:
+                    raise _ambiguous(ref, name, infos_named)
         if self._index_on_demand(path):
             return self._find(ref)
         state = self.indexer.indexing()
@@ -337,6 +383,7 @@ class Brain:
             raise NotFound(f"{info.path} is no longer in the vault") from exc
         except (OSError, UnreadableNote) as exc:
             raise Unavailable(f"{info.path} cannot be read: {exc}") from exc
+        self._seen.gave(info.id, note.version)
         content = note.body
         truncated = max_chars is not None and len(content) > max_chars
         if truncated:
@@ -405,6 +452,9 @@ class Brain:
         latest = max((e for e in errors.values() if e), default=None)
         strong_done, strong_total = self.indexer.strong_coverage()
         kernel = self.indexer.strong_kernel() if self.strong else None
+        holder = self.indexer.holder()
+        backlog = self.indexer.strong_progress() if self.strong else None
+        rate = backlog.rate if backlog else None
         return Status(
             vault=str(self.root),
             index_path=self.index.location,
@@ -417,7 +467,9 @@ class Brain:
             dimension=held[1] if ready and held else None,
             index_bytes=self.index.size_bytes(),
             indexer=self.indexer.live,
-            watched=self.indexer.watched(),
+            watched=self.indexer.live or (holder is not None and holder.keeps_in_step),
+            indexer_pid=holder.pid if holder else None,
+            indexer_role=holder.role if holder else None,
             last_error=latest[1] if latest else None,
             embed_error=errors["embed"][1] if errors["embed"] else None,
             summary_error=errors["summary"][1] if errors["summary"] else None,
@@ -429,6 +481,10 @@ class Brain:
             strong_error=errors_strong[1] if (errors_strong := self._strong_error()) else None,
             strong_kernel=kernel[0] if kernel else None,
             strong_agreement=kernel[1] if kernel else None,
+            strong_rate=rate,
+            strong_eta_seconds=(
+                round((strong_total - strong_done) / rate) if rate and backlog else None
+            ),
         )
 
     def _strong_error(self) -> tuple[float, str] | None:
@@ -451,19 +507,46 @@ class Brain:
         path = self._path_of(ref)
         return path, history.list_versions(self.root, path)
 
+    @one_write_at_a_time
     def restore(self, ref: str, name: str, *, version: str | None = None) -> SaveResult:
         """Put a kept version back. `version` is the note's current version as the caller
-        read it; None restores a note that is gone. What it replaces is kept in turn."""
+        read it; None restores a note that is gone. What it replaces is kept in turn.
+
+        A version goes back onto the note whose id it carries: when that note now lives at
+        another path (a person renamed it, so its older versions stayed under the old one),
+        it is restored there, over that note's current version, never as a second file with
+        the same id."""
         self._check_writable()
         path = self._path_of(ref)
+        target = self._holder_elsewhere(path, history.read_version(self.root, path, name))
+        if target is not None:
+            version = self.current_version(target)
         new_version = history.restore(
-            self.root, path, name, version, allowed_folders=self.settings.write.allowed_folders
+            self.root,
+            path,
+            name,
+            version,
+            allowed_folders=self.settings.write.allowed_folders,
+            to=target,
         )
-        indexed = self.indexer.wrote(path)
+        written = target or path
+        indexed = self.indexer.wrote(written)
         with self.index.read() as r:
-            info = r.note_by_path(path)
-        log.event("restore", path=path, indexed=indexed)
-        return SaveResult(info.id if info else "", path, new_version, indexed=indexed)
+            info = r.note_by_path(written)
+        if info is not None:
+            self._seen.wrote(info.id, new_version)
+        log.event("restore", path=written, indexed=indexed)
+        return SaveResult(info.id if info else "", written, new_version, indexed=indexed)
+
+    def _holder_elsewhere(self, path: str, data: bytes) -> str | None:
+        """The path of the note, other than `path`, that holds the id these bytes carry."""
+        try:
+            claimed = parse_note(path, data).id
+        except UnreadableNote:
+            return None
+        with self.index.read() as r:
+            holder = r.note_by_id(claimed)
+        return holder.path if holder is not None and holder.path != path else None
 
     def current_version(self, path: str) -> str | None:
         """The version of the file at `path` now, or None when there is none."""
@@ -545,6 +628,7 @@ class Brain:
         resolve_folder_path(self.root, target, allowed_folders=allowed)  # Forbidden early
         same, note_id = self._look_before_saving(content or "")
         if same is not None:
+            self._seen.gave(same.id, same.version)
             return SaveResult(same.id, same.path, same.version, duplicate_of=same.id)
         data = render_new_note(
             id=note_id,
@@ -558,17 +642,20 @@ class Brain:
         rel = writer.create_note_file(self.root, target, title, data, allowed)
         indexed = self.indexer.wrote(rel)
         log.event("save", id=note_id, path=rel, indexed=indexed)
+        result = SaveResult(note_id, rel, file_version(data), indexed=indexed)
         if indexed:
             with self.index.read() as r:
                 info = r.note_by_path(rel)
             if info is not None:
-                return SaveResult(info.id, rel, info.version)
-        return SaveResult(note_id, rel, file_version(data), indexed=indexed)
+                result = SaveResult(info.id, rel, info.version)
+        self._seen.wrote(result.id, result.version)
+        return result
 
-    def _conflict(self, info: NoteInfo, exc: Conflict) -> Conflict:
+    def _conflict(self, info: NoteInfo, exc: Conflict, version: str) -> Conflict:
         """A refusal that carries what a model needs to merge: the note as it is now (its
         content, capped, and its version), so it never has a reason to retry blind over a
-        person's edit."""
+        person's edit; and what differs (`reason`), so it is not told someone edited the
+        note when its own update did, or when the version was never the note's."""
         cap = CONFLICT_CONTENT_MAX
         try:
             now = parse_note(info.path, self._read(info.path))
@@ -579,12 +666,49 @@ class Brain:
             "content": now.body[:cap],
             "truncated": len(now.body) > cap,
         }
+        reason, retryable, message = self._what_differs(info, version, now.version)
         return Conflict(
-            "the note changed since you read it (someone edited it): merge your change into "
-            "current.content, then retry with current.version; do not resend your old text",
+            message,
+            retryable=retryable,
+            reason=reason,
             current_version=now.version,
             current=current,
         )
+
+    def _what_differs(self, info: NoteInfo, version: str, now: str) -> tuple[str, bool, str]:
+        """(reason, retryable, message) of a refused write that named `version`."""
+        real = self._seen.given(info.id, version) or (
+            VERSION.fullmatch(version) is not None
+            and any(v.version == version for v in self._kept_versions(info))
+        )
+        if not real:
+            return (
+                "unknown_version",
+                True,
+                f"{version!r} is not a version of this note that vault-brain gave out "
+                "(versions are the 12 hex characters memory_get returns: mistyped, made up, "
+                "or read before this server restarted?): build on current.content and retry "
+                "with current.version",
+            )
+        if self._seen.last_written(info.id) == now:
+            return (
+                "your_update",
+                True,
+                f"the note is at version {now}, written by an earlier update through this "
+                f"server (most likely yours) after version {version}: current.content already "
+                "holds that update; add only what is still missing and retry with "
+                "current.version",
+            )
+        return (
+            "edited",
+            False,
+            f"the note changed since you read version {version}: someone else (a person or "
+            "another client) edited it: merge your change into current.content, then retry "
+            "with current.version; do not resend your old text",
+        )
+
+    def _kept_versions(self, info: NoteInfo) -> list[Version]:
+        return history.list_versions(self.root, info.path)
 
     @one_write_at_a_time
     def update(
@@ -639,7 +763,8 @@ class Brain:
                 allowed_folders=self.settings.write.allowed_folders,
             )
         except Conflict as exc:
-            raise self._conflict(info, exc) from None
+            raise self._conflict(info, exc, version) from None
+        self._seen.wrote(info.id, new_version)
         path = info.path
         if title is not None and title.strip() != info.title:
             # The file is named after the title, as a save names it; the id moves with it.
@@ -657,7 +782,7 @@ class Brain:
         return SaveResult(info.id, path, new_version, indexed=indexed)
 
     @one_write_at_a_time
-    def delete(self, ref: str, version: str) -> str:
+    def delete(self, ref: str, version: str) -> Trashed:
         self._check_writable()
         if not version:
             raise InvalidInput("version is required: get the note first")
@@ -670,10 +795,10 @@ class Brain:
                 allowed_folders=self.settings.write.allowed_folders,
             )
         except Conflict as exc:
-            raise self._conflict(info, exc) from None
+            raise self._conflict(info, exc, version) from None
         self.indexer.wrote(info.path)
         log.event("delete", id=info.id, path=info.path, trashed_to=trashed)
-        return trashed
+        return Trashed(info.id, info.path, trashed)
 
     # -- importing conversations (importing.py does the work) ---------------------------
 
@@ -723,6 +848,17 @@ class Brain:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _ambiguous(ref: str, what: str, infos: Sequence[NoteInfo]) -> InvalidInput:
+    shown = infos[:CANDIDATES_SHOWN]
+    named = "; ".join(f"{i.title!r} (id {i.id}, {i.path})" for i in shown)
+    more = " and more" if len(infos) > len(shown) else ""
+    return InvalidInput(
+        f"{ref!r} is the {what} of {len(infos) if not more else 'several'} notes: "
+        f"{named}{more}; give the id or path of the one you mean",
+        candidates=[{"id": i.id, "title": i.title, "path": i.path} for i in shown],
+    )
 
 
 def _now() -> str:

@@ -92,6 +92,8 @@ class WatchStats:
     reconciles: int
     errors: int
     pending: int
+    health_checks: int  # the worker's look at its observer, every health_check_seconds idle
+    wakeups: int  # times the worker woke from its wait: an idle one wakes for health checks
 
 
 class _Handler(FileSystemEventHandler):
@@ -169,6 +171,8 @@ class Watcher:
         self._paths_synced = 0
         self._reconciles = 0
         self._errors = 0
+        self._health_checks = 0
+        self._wakeups = 0
         self.recent_batches: deque[tuple[str, ...]] = deque(maxlen=RECENT_BATCHES)
 
     # ----------------------------------------------------------------- lifecycle
@@ -261,6 +265,8 @@ class Watcher:
                 reconciles=self._reconciles,
                 errors=self._errors,
                 pending=len(self._pending),
+                health_checks=self._health_checks,
+                wakeups=self._wakeups,
             )
 
     def _spawn(self, target: object, name: str) -> None:
@@ -488,11 +494,13 @@ class Watcher:
             wake = min(wake, earliest)
             if now >= self._next_health:
                 self._next_health = now + self._health_every
+                self._health_checks += 1
                 return "health", ()
             wake = min(wake, self._next_health)
             if self._reconcile_at is not None:
                 wake = min(wake, self._reconcile_at)
             self._cond.wait(max(0.0, wake - now))
+            self._wakeups += 1
 
     def _take_locked(self, paths: list[str]) -> tuple[str, ...]:
         """Pop these paths; a folder in the batch stands for everything under it."""

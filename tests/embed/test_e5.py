@@ -35,6 +35,9 @@ from vault_brain.embed.e5_tokenizer import FEW_TEXTS, E5Tokenizer, UnigramEncode
 from vault_brain.embed.e5_weights import E5Weights
 from vault_brain.errors import Unavailable
 
+# Loads the e5 model and builds its graphs: the slow tail (`pytest -m "not slow"` skips it).
+pytestmark = pytest.mark.slow
+
 # The same question in the ten languages of bench/languages.py.
 QUESTIONS = {
     "en": "How do I sync my notes between devices?",

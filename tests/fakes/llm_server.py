@@ -2,7 +2,8 @@
 
 Starlette served by uvicorn in a background thread, on a port the OS picks. Embeddings are
 deterministic (seeded by a hash of the text, deliberately not unit length), chat replies are
-configurable, and switches make it slow, fail, or answer garbage. Every request is recorded.
+configurable, and switches make it hold its replies, fail, or answer garbage. Every request is
+recorded.
 
     with FakeLLMServer() as server:
         server.behaviour.mode = "error500"
@@ -27,6 +28,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from tests.waiting import HANG_SECONDS
+
 # What the `mode` switch can make the server do instead of answering properly.
 MODES = (
     "ok",  # a correct answer
@@ -46,7 +49,10 @@ class Behaviour:
 
     mode: str = "ok"
     dimension: int = 8
-    delay_seconds: float = 0.0
+    # Requests wait for release() (or reset()) before they are answered: a reply that comes
+    # only when the test says so, so a client's timeout or concurrency is seen without
+    # guessing how long a busy machine takes.
+    hold: bool = False
     chat_reply: str = "A short summary of the note."
     require_api_key: str = ""  # when set, requests without "Bearer <key>" get HTTP 401
 
@@ -79,6 +85,7 @@ class FakeLLMServer:
         self.port = 0
         self.in_flight = 0
         self.max_in_flight = 0  # the most requests handled at once since reset()
+        self._gate = threading.Event()  # set: held requests go on
 
     @property
     def url(self) -> str:
@@ -99,7 +106,7 @@ class FakeLLMServer:
             target=self._server.run, kwargs={"sockets": [sock]}, daemon=True, name="fake-llm"
         )
         self._thread.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + HANG_SECONDS
         while not self._server.started:
             if time.monotonic() > deadline or not self._thread.is_alive():
                 raise RuntimeError("fake LLM server did not start")
@@ -107,6 +114,7 @@ class FakeLLMServer:
         return self
 
     def stop(self) -> None:
+        self._gate.set()
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:
@@ -119,11 +127,22 @@ class FakeLLMServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def release(self) -> None:
+        """Let every held request (and any later one) be answered."""
+        self._gate.set()
+
     def reset(self) -> None:
+        """Default switches and an empty record; requests a test left held are answered
+        (to a client long gone) first, so none of them counts in the next test."""
+        self._gate.set()
+        deadline = time.monotonic() + HANG_SECONDS
+        while self.in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
         with self._lock:
             self.behaviour = Behaviour()
             self.requests.clear()
             self.max_in_flight = 0
+            self._gate = threading.Event()
 
     # -- what was seen ------------------------------------------------------------------
 
@@ -155,7 +174,7 @@ class FakeLLMServer:
             body = {}
         auth = request.headers.get("authorization", "")
         with self._lock:
-            behaviour = self.behaviour
+            behaviour, gate = self.behaviour, self._gate
             self.requests.append(
                 Seen(
                     path=request.url.path,
@@ -169,8 +188,11 @@ class FakeLLMServer:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            if behaviour.delay_seconds:
-                await asyncio.sleep(behaviour.delay_seconds)
+            # Held until released; a test that never releases gets its reply after the
+            # hang deadline, so a client without a timeout fails the test, not hangs it.
+            held_until = time.monotonic() + HANG_SECONDS
+            while behaviour.hold and not gate.is_set() and time.monotonic() < held_until:
+                await asyncio.sleep(0.005)
         finally:
             with self._lock:
                 self.in_flight -= 1

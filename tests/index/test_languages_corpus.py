@@ -13,6 +13,9 @@ import pytest
 
 from tests.conftest import shared_path
 
+# The shared 34-language corpus: the slow tail.
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("locale", ["zh", "ja", "th"])
 def test_descriptions_find_their_notes_in_cjk(locale, tmp_path):

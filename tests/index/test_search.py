@@ -12,7 +12,7 @@ from tests.conftest import every_backend
 from vault_brain.config import SearchSettings
 from vault_brain.errors import InvalidInput
 from vault_brain.search.base import ArmResult, NoteHit
-from vault_brain.search.fusion import fuse_convex, fuse_rrf
+from vault_brain.search.fusion import ADAPTIVE_COVERAGE, fuse_adaptive, fuse_convex, fuse_rrf
 from vault_brain.search.snippets import _MARKUP, _drop_comments, make_snippet, plain_text
 
 backend = every_backend()
@@ -131,6 +131,31 @@ def test_convex_fusion_keeps_a_strong_full_text_winner():
 def test_convex_fusion_promotes_a_note_both_arms_agree_on():
     arms = _arms([(1, 5.0), (2, 4.9), (3, 1.0)], [(2, 0.9), (3, 0.5), (1, 0.1)])
     assert fuse_convex(arms, SearchSettings(vector_weight=0.3))[0].note_rowid == 2
+
+
+def _covered(arms, coverage):
+    fts, vec = arms
+    evidence = {h.note_rowid: coverage for h in fts.hits}
+    return [ArmResult("fts", fts.hits, evidence=evidence), vec]
+
+
+def test_adaptive_fusion_is_convex_when_the_notes_hold_the_questions_words():
+    arms = _covered(_arms([(1, 9.0), (2, 3.0), (3, 1.0)], [(3, 0.5), (2, 0.49), (1, 0.48)]), 0.6)
+    settings = SearchSettings(vector_weight=0.3)
+    assert fuse_adaptive(arms, settings) == fuse_convex(arms, settings)
+
+
+def test_adaptive_fusion_lets_the_vectors_order_a_question_the_notes_have_no_words_for():
+    """A question in another language than every note: full text matches a stray word (a
+    product name, a number), the vectors found the answer; 1 - w of the order must not go
+    to the stray match."""
+    arms = _covered(_arms([(1, 9.0), (2, 8.0)], [(3, 0.9), (2, 0.8), (1, 0.2)]), 0.0)
+    settings = SearchSettings(vector_weight=0.4)
+    assert fuse_convex(arms, settings)[0].note_rowid == 1
+    assert [h.note_rowid for h in fuse_adaptive(arms, settings)] == [3, 2, 1]
+    halfway = _covered(arms, ADAPTIVE_COVERAGE / 2)
+    first = fuse_adaptive(halfway, settings)[0]
+    assert first.note_rowid == 3 and first.score == pytest.approx(0.7)  # weight 0.4 + 0.6 / 2
 
 
 def test_rrf_with_equal_weights_is_classic_rrf():

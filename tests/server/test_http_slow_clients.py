@@ -1,6 +1,8 @@
 """Slow clients: a connection that sends its request too slowly (or not at all) is closed, and
 more connections than the cap cannot starve /health or the process's file descriptors.
-Real sockets against a real uvicorn; the timing bounds are generous (2 cores, shared)."""
+Real sockets against a real uvicorn. No bound on how soon: a cut-off is waited for (up to the
+hang deadline), and "past the timeout" means after the server has cut off another
+connection for it, on its own clock."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import time
 from urllib.parse import urlsplit
 
 import pytest
+
+from tests.waiting import HANG_SECONDS, wait_until
 
 from .harness import BASE_ENV, TOKEN, http_client_for, start_http_server, write_vault
 
@@ -29,37 +33,59 @@ def server(tmp_path_factory):
     running.stop()
 
 
+@pytest.fixture(scope="module")
+def patient_server(tmp_path_factory):
+    """Timeouts far beyond any pause a test makes: for requests that must be answered."""
+    patient = {
+        "VAULT_BRAIN_SERVER_HEADER_TIMEOUT_SECONDS": str(HANG_SECONDS),
+        "VAULT_BRAIN_SERVER_BODY_TIMEOUT_SECONDS": str(HANG_SECONDS),
+    }
+    running = start_http_server(write_vault(tmp_path_factory.mktemp("patient")), patient)
+    yield running
+    running.stop()
+
+
 def connect(server) -> socket.socket:
     parts = urlsplit(server.url)
-    return socket.create_connection((parts.hostname, parts.port), timeout=10)
+    return socket.create_connection((parts.hostname, parts.port), timeout=HANG_SECONDS)
 
 
 def host(server) -> str:
     return urlsplit(server.url).netloc
 
 
-def closed_within(sock: socket.socket, seconds: float, trickle: bytes = b"") -> float | None:
-    """Seconds until the server closes `sock` (sending `trickle` every 0.2 s meanwhile),
-    or None if it is still open after `seconds`. Any reply bytes before the close are read."""
-    started = time.monotonic()
+def closed(sock: socket.socket, trickle: bytes = b"") -> bool:
+    """Whether the server closes `sock` (sending `trickle` every 0.2 s meanwhile) before the
+    hang deadline. Any reply bytes before the close are read."""
+    deadline = time.monotonic() + HANG_SECONDS
     sock.settimeout(0.2)
-    while time.monotonic() - started < seconds:
+    while time.monotonic() < deadline:
         try:
             if trickle:
                 sock.sendall(trickle)
-            data = sock.recv(65536)
-            if not data:
-                return time.monotonic() - started
+            if not sock.recv(65536):
+                return True
         except TimeoutError:
             continue
         except OSError:  # reset by the server
-            return time.monotonic() - started
-    return None
+            return True
+    return False
+
+
+def timeouts_passed(server) -> None:
+    """Return once the server has cut off one connection that sent nothing and one whose
+    body stopped: its header and body timeouts have run out, by its own clock."""
+    with connect(server) as silent, connect(server) as stalled:
+        stalled.sendall(
+            f"POST /mcp HTTP/1.1\r\nHost: {host(server)}\r\nContent-Type: application/json\r\n"
+            "Content-Length: 100000\r\n\r\n{".encode()
+        )
+        assert closed(silent) and closed(stalled)
 
 
 def get_health(sock: socket.socket, server) -> bytes:
     sock.sendall(f"GET /health HTTP/1.1\r\nHost: {host(server)}\r\n\r\n".encode())
-    sock.settimeout(10)
+    sock.settimeout(HANG_SECONDS)
     reply = b""
     while b"\r\n\r\n" not in reply or not reply.rstrip().endswith(b"}"):
         chunk = sock.recv(65536)
@@ -71,13 +97,13 @@ def get_health(sock: socket.socket, server) -> bytes:
 
 def test_a_connection_that_sends_nothing_is_closed_after_the_header_timeout(server):
     with connect(server) as sock:
-        assert closed_within(sock, 6.0) is not None
+        assert closed(sock)
 
 
 def test_headers_trickled_a_line_at_a_time_are_cut_off_at_the_header_timeout(server):
     with connect(server) as sock:
         sock.sendall(f"GET /health HTTP/1.1\r\nHost: {host(server)}\r\n".encode())
-        assert closed_within(sock, 6.0, trickle=b"X-Slow: 1\r\n") is not None
+        assert closed(sock, trickle=b"X-Slow: 1\r\n")
 
 
 def test_a_body_trickled_a_byte_at_a_time_is_cut_off_at_the_body_timeout(server):
@@ -86,22 +112,22 @@ def test_a_body_trickled_a_byte_at_a_time_is_cut_off_at_the_body_timeout(server)
             f"POST /mcp HTTP/1.1\r\nHost: {host(server)}\r\nContent-Type: application/json\r\n"
             "Content-Length: 100000\r\n\r\n{".encode()
         )
-        assert closed_within(sock, 6.0, trickle=b" ") is not None
+        assert closed(sock, trickle=b" ")
 
 
 def test_a_second_request_trickled_on_a_kept_alive_connection_is_cut_off(server):
     with connect(server) as sock:
         assert get_health(sock, server).startswith(b"HTTP/1.1 200")
         sock.sendall(b"GET /health HTTP/1.1\r\n")
-        assert closed_within(sock, 6.0, trickle=b"X-Slow: 1\r\n") is not None
+        assert closed(sock, trickle=b"X-Slow: 1\r\n")
 
 
-def test_a_request_sent_in_pieces_within_the_timeout_is_answered(server):
+def test_a_request_sent_in_pieces_within_the_timeout_is_answered(patient_server):
+    server = patient_server
     with connect(server) as sock:
         for piece in (b"GET /hea", f"lth HTTP/1.1\r\nHost: {host(server)}\r\n".encode(), b"\r\n"):
             sock.sendall(piece)
-            time.sleep(0.2)
-        sock.settimeout(10)
+            time.sleep(0.2)  # each piece its own read; the server waits up to its timeout
         assert sock.recv(65536).startswith(b"HTTP/1.1 200")
 
 
@@ -109,7 +135,7 @@ def test_a_kept_alive_connection_idle_past_the_timeouts_still_serves(server):
     # Between requests uvicorn's own keep-alive timeout (5 s) applies, not the header one.
     with connect(server) as sock:
         assert get_health(sock, server).startswith(b"HTTP/1.1 200")
-        time.sleep(1.5)
+        timeouts_passed(server)
         assert get_health(sock, server).startswith(b"HTTP/1.1 200")
 
 
@@ -118,7 +144,7 @@ def test_an_mcp_session_outlives_the_timeouts(server):
     client = http_client_for(server, token=None)
     try:
         client.wait_indexed()
-        time.sleep(2.5)
+        timeouts_passed(server)
         assert client.ok("memory_search", {"query": "release"})["results"]
     finally:
         client.close()
@@ -138,9 +164,8 @@ def test_a_body_still_trickling_after_its_401_is_cut_off(token_server):
             f"POST /mcp HTTP/1.1\r\nHost: {host(token_server)}\r\n"
             "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{".encode()
         )
-        sock.settimeout(10)
         assert sock.recv(65536).startswith(b"HTTP/1.1 401")
-        assert closed_within(sock, 6.0, trickle=b" ") is not None
+        assert closed(sock, trickle=b" ")
 
 
 def free_port() -> int:
@@ -165,6 +190,7 @@ HALF_REQUESTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("half", sorted(HALF_REQUESTS))
 def test_300_held_connections_with_256_fds_do_not_starve_health(tmp_path, half):
     """The reported case: a server process limited to 256 file descriptors, 300 connections
@@ -186,21 +212,24 @@ def test_300_held_connections_with_256_fds_do_not_starve_health(tmp_path, half):
     )  # fmt: skip
     held: list[socket.socket] = []
     try:
-        deadline = time.monotonic() + 30
-        while not health_answers(port, 1.0):
-            assert time.monotonic() < deadline and proc.poll() is None, "server did not start"
-            time.sleep(0.1)
+        wait_until(
+            lambda: proc.poll() is not None or health_answers(port, HANG_SECONDS),
+            "the server starting",
+            every=0.1,
+        )
+        assert proc.poll() is None, "the server exited"
         for _ in range(300):
-            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s = socket.create_connection(("127.0.0.1", port), timeout=HANG_SECONDS)
             s.sendall(HALF_REQUESTS[half].format(port=port).encode())
             held.append(s)
-        answered = sum(health_answers(port, 5.0) for _ in range(5))
+        # Answered at all, however long a busy machine takes: starved, it would never be.
+        answered = sum(health_answers(port, HANG_SECONDS) for _ in range(5))
         assert answered == 5, f"/health answered {answered} of 5 probes"
         assert proc.poll() is None
     finally:
         for s in held:
             s.close()
         proc.terminate()
-        proc.wait(20)
+        proc.wait(HANG_SECONDS)
     log = (tmp_path / "stderr.log").read_text()
     assert "Too many open files" not in log and "out of system resource" not in log

@@ -21,6 +21,7 @@ INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
 NPX = shutil.which("npx")
 
 pytestmark = [
+    pytest.mark.slow,  # Node.js start-ups: the slow tail
     pytest.mark.skipif(NPX is None, reason="npx (Node.js) is not installed"),
     pytest.mark.skipif(
         os.environ.get("VAULT_BRAIN_INSPECTOR") == "0", reason="VAULT_BRAIN_INSPECTOR=0"

@@ -10,6 +10,8 @@ import json
 import httpx
 import pytest
 
+from tests.waiting import HANG_SECONDS
+
 from .harness import INITIALIZE, TOKEN, RawSession, write_vault
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
@@ -146,6 +148,8 @@ def test_over_http_a_malformed_body_gets_a_json_rpc_error(http_server, body):
         "Content-Type": "application/json",
         "Authorization": f"Bearer {TOKEN}",
     }
-    response = httpx.post(http_server.url + "/mcp", content=body, headers=headers, timeout=10)
+    response = httpx.post(
+        http_server.url + "/mcp", content=body, headers=headers, timeout=HANG_SECONDS
+    )
     assert response.status_code == 400
     assert response.json()["error"]["code"] == PARSE_ERROR

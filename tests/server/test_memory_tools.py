@@ -6,6 +6,8 @@ import os
 import uuid
 from pathlib import Path
 
+from tests.waiting import wait_until
+
 from .harness import McpClient, files_under
 
 
@@ -423,12 +425,9 @@ def test_appending_to_a_hand_written_note_adds_no_frontmatter(mcp):
 
 def search_until(mcp, name: str) -> str:
     """The id of the note called `name` once the server has seen the file."""
-    import time
-
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        reply = mcp.call("memory_get", {"id": name})
-        if not reply.is_error:
-            return reply.data["id"]
-        time.sleep(0.1)
-    raise AssertionError(f"{name} never indexed")
+    reply = wait_until(
+        lambda: (got := mcp.call("memory_get", {"id": name})) and not got.is_error and got,
+        f"{name} indexed",
+        every=0.1,
+    )
+    return reply.data["id"]

@@ -3,13 +3,18 @@ note text, initialize does not wait for indexing, several servers share one vaul
 
 from __future__ import annotations
 
+import itertools
 import json
-import time
 
 import pytest
 import tiktoken
 
-from .harness import INITIALIZE, RawSession, stdio_client_for, write_vault
+from tests.waiting import HANG_SECONDS, wait_until
+from vault_brain.config import load_settings
+from vault_brain.server.app import FIRST_INDEX_WAIT_SECONDS
+from vault_brain.service import Brain
+
+from .harness import BASE_ENV, INITIALIZE, NOTES, RawSession, stdio_client_for, write_vault
 
 SECRET_WORDS = "marmalade-quokka-observatory"
 
@@ -20,7 +25,6 @@ def session(tmp_path_factory: pytest.TempPathFactory):
     raw = RawSession(write_vault(tmp / "vault"), tmp / "stderr.log")
     raw.send(INITIALIZE)
     raw.initialize_reply = raw.receive()
-    raw.initialized_after = time.monotonic() - raw.started
     raw.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     raw.tools_list = raw.request(2, "tools/list")
     raw.save = raw.request(
@@ -84,20 +88,27 @@ def test_long_queries_are_cut_to_80_chars_in_the_log(session):
     assert len(calls[-1]["query"]) == 80
 
 
-def test_initialize_does_not_wait_for_indexing_a_big_vault(tmp_path):
-    vault = tmp_path / "vault"
-    for i in range(2000):
-        note = vault / f"f{i % 20}" / f"Note {i}.md"
-        note.parent.mkdir(parents=True, exist_ok=True)
-        note.write_text(f"# Note {i}\n\nWords about topic {i}.\n", encoding="utf-8")
-    raw = RawSession(vault, tmp_path / "stderr.log")
-    raw.send(INITIALIZE)
-    raw.receive()
-    answered_after = time.monotonic() - raw.started
+def test_initialize_does_not_wait_for_indexing(tmp_path):
+    """initialize is answered while the index cannot take a single write (the test holds its
+    write lock), so it waits for no index pass, however big the vault; the pass follows."""
+    vault = write_vault(tmp_path / "vault")
+    with Brain(load_settings(vault=str(vault), env=BASE_ENV)) as holder:  # makes the index
+        with holder.index.transaction():
+            raw = RawSession(vault, tmp_path / "stderr.log")
+            raw.send(INITIALIZE)
+            reply = raw.receive()
+    assert reply["result"]["serverInfo"]["name"] == "vault-brain"
+    raw.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    ids = itertools.count(2)
+
+    def listed() -> int:
+        args = {"name": "memory_list", "arguments": {"limit": 100}}
+        result = raw.request(next(ids), "tools/call", args)["result"]
+        return not result["isError"] and len(json.loads(result["content"][0]["text"])["notes"])
+
+    assert wait_until(listed, "the server indexing once the lock is free", every=0.1) == len(NOTES)
     raw.finish()
-    sync_lines = [x for x in raw.stderr().splitlines() if '"event": "sync"' in x]
-    # Answered before any sync finished (indexing runs in the background), and quickly.
-    assert sync_lines == [] and answered_after < 5.0
+    assert '"event": "watch_reconcile"' in raw.stderr()
 
 
 def test_index_that_cannot_open_answers_unavailable_and_retryable(tmp_path):
@@ -111,15 +122,13 @@ def test_index_that_cannot_open_answers_unavailable_and_retryable(tmp_path):
     assert reply.data["retryable"] is True
 
 
-def search_until_found(client, query: str, note_id: str, timeout: float = 10.0) -> bool:
+def search_until_found(client, query: str, note_id: str) -> bool:
     """The other process notices a file written by its peer on its next freshness check."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        hits = client.ok("memory_search", {"query": query})["results"]
-        if note_id in [h["id"] for h in hits]:
-            return True
-        time.sleep(0.2)
-    return False
+
+    def found() -> bool:
+        return note_id in [h["id"] for h in client.ok("memory_search", {"query": query})["results"]]
+
+    return wait_until(found, f"{note_id} found by {query!r}", every=0.2)
 
 
 def test_two_stdio_servers_on_one_vault_both_answer(tmp_path):
@@ -153,7 +162,12 @@ def test_first_search_on_a_never_indexed_vault_waits_for_the_first_pass(tmp_path
     client = stdio_client_for(vault, tmp_path)
     try:
         found = client.ok("memory_search", {"query": "grey heron", "mode": "fts"})
-        assert found["results"] and found["results"][0]["path"] == "Heron.md"
+        (tool,) = [e for e in map(json.loads, client.stderr_path.read_text().splitlines())
+                   if e["event"] == "tool"]  # fmt: skip
+        if not (found["results"] and found["results"][0]["path"] == "Heron.md"):
+            # Only a machine too busy to finish the pass within the server's wait answers
+            # from part of the vault, and then it says so, having waited all of that time.
+            assert "indexing" in found and tool["latency_ms"] >= FIRST_INDEX_WAIT_SECONDS * 1000
     finally:
         client.close()
 
@@ -180,7 +194,7 @@ def test_a_vault_config_that_would_send_notes_away_stops_the_server_saying_why(t
         encoding="utf-8",
     )
     raw = RawSession(vault, tmp_path / "stderr.log", env={"HOME": str(tmp_path / "home")})
-    assert raw.proc.wait(timeout=30) == 2
+    assert raw.proc.wait(timeout=HANG_SECONDS) == 2
     assert raw.finish() == b""  # nothing on the protocol stream
     assert "embed.base_url" in raw.stderr() and "vault-brain trust" in raw.stderr()
 

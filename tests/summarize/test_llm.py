@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tests.fakes.llm_server import FakeLLMServer, closed_port_url
@@ -99,11 +97,9 @@ def test_http_error_message_names_status_and_endpoint_not_the_note(llm_server):
 
 
 def test_slow_server_times_out_as_unavailable(llm_server):
-    llm_server.behaviour.delay_seconds = 2.0
-    started = time.monotonic()
+    llm_server.behaviour.hold = True  # no reply while the call waits: only its timeout ends it
     with pytest.raises(Unavailable, match="timed out"):
         summarizer(llm_server, "openai", timeout_seconds=0.2).summarize("Release", "1. Tag")
-    assert time.monotonic() - started < 1.5
 
 
 def test_refused_connection_is_unavailable():

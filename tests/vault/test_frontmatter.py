@@ -4,11 +4,15 @@ edits, with the file's own line endings; odd dates and key spellings are never f
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vault_brain.vault.frontmatter import LOAD_ERRORS, TooManyValues, load_block
 from vault_brain.vault.note import parse_note
 from vault_brain.vault.render import render_update
 
@@ -164,3 +168,99 @@ def test_updates_of_odd_notes_succeed_and_keep_their_keys(vault, brain) -> None:
     tags = (vault.root / "Tags.md").read_bytes()
     assert b"Tags" not in tags and b"Summary" not in tags
     assert brain.get("Tags.md").tags == []
+
+
+# --- aliases that multiply (issue 25, item 10) ------------------------------------------
+# Nothing a note holds may make one call run unbounded. YAML's aliases repeat the node an
+# anchor names; nested, they multiply: ten per level, ten levels, 10**10 values from 1 KB.
+# A merge-key chain (each mapping merges the one before) grows with the square of its
+# length. Both are refused as frontmatter by their expanded size, which is counted on the
+# composed node graph (each node once), never by expanding them.
+
+
+def alias_bomb() -> str:
+    lines = ["l0: &l0 [" + ", ".join(["x"] * 10) + "]"]
+    lines += [f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]" for i in range(1, 10)]
+    return "\n".join(["title: Bomb", *lines, "tags: *l9"]) + "\n"
+
+
+def merge_chain(links: int = 3000) -> str:
+    lines = ["a0: &a0 {k0: v}"]
+    lines += [f"a{i}: &a{i} {{<<: *a{i - 1}, k{i}: v}}" for i in range(1, links)]
+    return "\n".join(["title: Chain", *lines]) + "\n"
+
+
+def note_with(block: str) -> bytes:
+    return ("---\n" + block + "---\n# Heading\n\nThe body is still indexed.\n").encode()
+
+
+def test_an_alias_bomb_is_refused_as_frontmatter_by_its_expanded_size() -> None:
+    with pytest.raises(TooManyValues) as caught:
+        load_block(alias_bomb())
+    assert "10000000000" in str(caught.value) or "more than" in str(caught.value)
+
+
+def test_a_merge_key_chain_is_refused_as_frontmatter_by_its_expanded_size() -> None:
+    with pytest.raises(TooManyValues):
+        load_block(merge_chain())
+
+
+def test_a_recursive_alias_is_refused_as_frontmatter() -> None:
+    with pytest.raises(LOAD_ERRORS):
+        load_block("loop: &a [x, *a]\n")
+
+
+def test_aliases_used_in_moderation_still_load() -> None:
+    block = (
+        "base: &b {owner: sam, team: core}\nthis: {<<: *b, owner: kim}\nkw: &k [a, b]\nalso: *k\n"
+    )
+    data = load_block(block)
+    assert data["this"] == {"owner": "kim", "team": "core"} and data["also"] == ["a", "b"]
+
+
+def test_a_large_frontmatter_without_aliases_still_loads() -> None:
+    block = "keywords:\n" + "".join(f"  - word{n}\n" for n in range(30_000))
+    assert len(load_block(block)["keywords"]) == 30_000
+
+
+def test_a_note_with_an_alias_bomb_is_indexed_from_its_text_with_a_warning() -> None:
+    note = parse_note("Bomb.md", note_with(alias_bomb()))
+    assert not note.frontmatter_ok
+    assert note.title == "Heading" and note.tags == ()
+    assert "The body is still indexed." in note.body
+    assert any("alias" in w for w in note.warnings), note.warnings
+
+
+def test_a_note_with_a_merge_key_chain_is_indexed_from_its_text_with_a_warning() -> None:
+    note = parse_note("Chain.md", note_with(merge_chain()))
+    assert not note.frontmatter_ok
+    assert any("alias" in w for w in note.warnings), note.warnings
+
+
+# The updates run in a child process: before the budget, the bomb's update never returned,
+# so the child's generous timeout is the hang guard, never a measure of speed.
+UPDATE_IN_CHILD = """
+import sys
+from vault_brain.errors import InvalidInput
+from vault_brain.vault.render import render_update
+raw = sys.stdin.buffer.read()
+try:
+    render_update(raw, content="new body", tags=["a"], now="2026-11-30T14:12:31Z")
+except InvalidInput as exc:
+    print("refused:", exc.message)
+else:
+    print("updated")
+"""
+
+
+@pytest.mark.parametrize("block", [alias_bomb(), merge_chain()], ids=["bomb", "merge-chain"])
+def test_an_update_of_a_note_whose_aliases_multiply_is_refused_clearly(block: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", UPDATE_IN_CHILD],
+        input=note_with(block),
+        capture_output=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    out = done.stdout.decode()
+    assert out.startswith("refused:") and "alias" in out, out

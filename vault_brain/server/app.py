@@ -12,16 +12,26 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
+    GetPromptRequestParams,
+    GetPromptResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
     ListToolsResult,
     PaginatedRequestParams,
+    ReadResourceRequestParams,
+    ReadResourceResult,
     TextContent,
 )
 
@@ -29,10 +39,13 @@ import vault_brain
 from vault_brain import log
 from vault_brain.config import Settings
 from vault_brain.errors import Unavailable, VaultBrainError
-from vault_brain.server import tools
+from vault_brain.server import prompts, resources, tools
+from vault_brain.server.metrics import Metrics
 
 if TYPE_CHECKING:
     from vault_brain.service import Brain
+
+T = TypeVar("T")
 
 OPEN_WAIT_SECONDS = 30.0
 # The first tool call waits at most this long for the first pass over a never-indexed vault
@@ -156,7 +169,11 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
 
 
 def call_tool(
-    handle: BrainHandle, settings: Settings, name: str, arguments: Mapping[str, Any] | None
+    handle: BrainHandle,
+    settings: Settings,
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    metrics: Metrics | None = None,
 ) -> CallToolResult:
     """One tool call, start to finish, synchronously (run it in a worker thread)."""
     started = time.perf_counter()
@@ -172,13 +189,43 @@ def call_tool(
         if not isinstance(exc, VaultBrainError):
             log.warn("tool_internal_error", tool=name, error=type(exc).__name__, where=_where(exc))
         log.event("tool", **fields, latency_ms=_ms(started), results=0, error=payload["code"])
+        if metrics is not None:
+            metrics.tool_call(name, time.perf_counter() - started, str(payload["code"]))
         return CallToolResult(content=[TextContent(text=tools.dumps(payload))], is_error=True)
     log.event("tool", **fields, latency_ms=_ms(started), results=count)
+    if metrics is not None:
+        metrics.tool_call(name, time.perf_counter() - started)
     return CallToolResult(content=[TextContent(text=tools.dumps(reply))])
 
 
-def make_server(settings: Settings, handle: BrainHandle) -> Server[Any]:
-    """The MCP server: tools/list from the hand-written specs, tools/call through Brain."""
+def answer(kind: str, what: str, work: Callable[[], T]) -> T:
+    """A resource or prompt request, start to finish (in a worker thread): our errors become
+    one JSON-RPC error whose data is the usual {code, message, retryable}; one log line."""
+    started = time.perf_counter()
+    try:
+        result = work()
+    except Exception as exc:  # noqa: BLE001 - mapped to the one error shape
+        payload = error_payload(exc)
+        if not isinstance(exc, VaultBrainError):
+            log.warn(f"{kind}_internal_error", error=type(exc).__name__, where=_where(exc))
+        log.event(kind, what=what, latency_ms=_ms(started), error=payload["code"])
+        # A wrong URI or argument is the client's to fix (INVALID_PARAMS, as the SDK's own
+        # MCPServer answers an unknown resource); anything else is ours.
+        code = INVALID_PARAMS if payload["code"] in CLIENT_ERRORS else INTERNAL_ERROR
+        raise MCPError(code, str(payload["message"]), payload) from None
+    log.event(kind, what=what, latency_ms=_ms(started))
+    return result
+
+
+CLIENT_ERRORS = ("INVALID_INPUT", "NOT_FOUND", "FORBIDDEN")
+
+
+def make_server(
+    settings: Settings, handle: BrainHandle, metrics: Metrics | None = None
+) -> Server[Any]:
+    """The MCP server: tools/list from the hand-written specs, tools/call through Brain;
+    notes as resources (server/resources.py) and two prompts (server/prompts.py). Tool
+    calls are counted in `metrics` when given (the HTTP server's /metrics)."""
     listed = ListToolsResult(tools=[t.tool() for t in tools.visible_tools(settings)])
     schemas = {t.name: t.input_schema for t in listed.tools}
 
@@ -188,7 +235,43 @@ def make_server(settings: Settings, handle: BrainHandle) -> Server[Any]:
     async def on_call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
         # Brain is synchronous and may take a while: keep the event loop free for other calls.
         return await anyio.to_thread.run_sync(
-            call_tool, handle, settings, params.name, params.arguments
+            call_tool, handle, settings, params.name, params.arguments, metrics
+        )
+
+    async def on_list_resources(
+        ctx: Any, params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
+        cursor = params.cursor if params is not None else None
+        return await anyio.to_thread.run_sync(
+            answer,
+            "resources_list",
+            "",
+            lambda: resources.list_resources(handle.get(), cursor),
+        )
+
+    async def on_list_resource_templates(
+        ctx: Any, params: PaginatedRequestParams | None
+    ) -> ListResourceTemplatesResult:
+        return resources.TEMPLATES
+
+    async def on_read_resource(ctx: Any, params: ReadResourceRequestParams) -> ReadResourceResult:
+        uri = str(params.uri)
+        return await anyio.to_thread.run_sync(
+            answer,
+            "resource",
+            log.cut(uri, 80),
+            lambda: resources.read_resource(handle.get(), uri),
+        )
+
+    async def on_list_prompts(ctx: Any, params: PaginatedRequestParams | None) -> ListPromptsResult:
+        return prompts.list_prompts(settings)
+
+    async def on_get_prompt(ctx: Any, params: GetPromptRequestParams) -> GetPromptResult:
+        return await anyio.to_thread.run_sync(
+            answer,
+            "prompt",
+            log.cut(params.name, 80),
+            lambda: prompts.get_prompt(settings, handle.get, params.name, params.arguments),
         )
 
     return Server(
@@ -201,6 +284,11 @@ def make_server(settings: Settings, handle: BrainHandle) -> Server[Any]:
         get_tool_input_schema=schemas.get,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        on_list_resources=on_list_resources,
+        on_list_resource_templates=on_list_resource_templates,
+        on_read_resource=on_read_resource,
+        on_list_prompts=on_list_prompts,
+        on_get_prompt=on_get_prompt,
     )
 
 

@@ -26,14 +26,18 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from vault_brain import log
 from vault_brain.config import Settings, is_loopback
 from vault_brain.errors import ConfigError, Unavailable
+from vault_brain.server import tools
 from vault_brain.server.app import BrainHandle, make_server, route_library_logs
+from vault_brain.server.health import health_body
+from vault_brain.server.metrics import CONTENT_TYPE as METRICS_TYPE
+from vault_brain.server.metrics import Metrics
 
 if TYPE_CHECKING:
     from vault_brain.service import Brain
@@ -248,33 +252,94 @@ class HostGuard:
         await JSONResponse(body, status_code=status)(scope, receive, send)
 
 
-class BearerAuth:
-    """`Authorization: Bearer <token>` on /mcp, compared in constant time."""
+OPEN_PATHS: Final = ("/health",)  # what answers without the token
+# OAuth discovery (RFC 8414, RFC 9728, OpenID): answered 404 without the token, see oauth_probe.
+DISCOVERY_PREFIX: Final = "/.well-known/"
+NO_OAUTH: Final = (
+    "vault-brain does not use OAuth: send the header 'Authorization: Bearer <token>' with "
+    "the token the server was started with (VAULT_BRAIN_TOKEN or server.token)"
+)
+REFUSALS: Final = {
+    "missing": "no bearer token was sent",
+    "not_bearer": "the Authorization header is not 'Bearer <token>'",
+    "wrong": "the bearer token is not this server's",
+}
 
-    def __init__(self, app: ASGIApp, token: str, path: str = MCP_PATH) -> None:
+
+class BearerAuth:
+    """`Authorization: Bearer <token>` on every path but /health and OAuth discovery,
+    compared in constant time.
+
+    A refusal is a 401 that clients can explain: `WWW-Authenticate: Bearer
+    error="invalid_token", error_description=...` (RFC 6750; the error code is given even
+    when no token came, where the RFC would leave it out, so clients show the description)
+    and a JSON-RPC error body, which the mcp client raises with its message. Clients that
+    hold an OAuth provider (Claude Code, the SDKs' OAuth clients) answer any 401 by trying
+    OAuth: discovery finds nothing here (404) and the registration they then POST gets this
+    same 401, whose body both print ("Dynamic Client Registration rejected (HTTP 401): ...").
+    The log says why (missing, not bearer, wrong), never the token."""
+
+    def __init__(
+        self, app: ASGIApp, token: str, on_refusal: Callable[[str], None] | None = None
+    ) -> None:
         self.app = app
         self.token = token.encode()
-        self.path = path
+        self.on_refusal = on_refusal
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not self.token or not _under(scope["path"], self.path):
+        path = scope.get("path", "")
+        if (
+            scope["type"] != "http"
+            or not self.token
+            or path in OPEN_PATHS
+            or path.startswith(DISCOVERY_PREFIX)
+        ):
             await self.app(scope, receive, send)
             return
-        scheme, _, value = Headers(scope=scope).get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), self.token):
+        header = Headers(scope=scope).get("authorization")
+        scheme, _, value = (header or "").partition(" ")
+        if header is None or not header.strip():
+            reason = "missing"
+        elif scheme.lower() != "bearer":
+            reason = "not_bearer"
+        elif hmac.compare_digest(value.strip().encode(), self.token):
             await self.app(scope, receive, send)
             return
-        log.warn("http_unauthorized", path=scope["path"])
-        response = JSONResponse(
-            {
-                "code": "UNAUTHORIZED",
-                "message": "missing or wrong bearer token",
-                "retryable": False,
+        else:
+            reason = "wrong"
+        log.warn("http_unauthorized", path=log.cut(path, 80), reason=reason)
+        if self.on_refusal is not None:
+            self.on_refusal(reason)
+        message = f"{REFUSALS[reason]}; {NO_OAUTH}"
+        body = {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": UNAUTHORIZED_CODE,
+                "message": message,
+                "data": {"code": "UNAUTHORIZED", "retryable": False},
             },
-            status_code=401,
-            headers={"WWW-Authenticate": 'Bearer realm="vault-brain"'},
+        }
+        challenge = (
+            f'Bearer realm="vault-brain", error="invalid_token", error_description="{message}"'
         )
-        await response(scope, receive, send)
+        await JSONResponse(body, status_code=401, headers={"WWW-Authenticate": challenge})(
+            scope, receive, send
+        )
+
+
+# JSON-RPC has no code for "unauthorized"; -32001 is the one MCP servers commonly send.
+UNAUTHORIZED_CODE: Final = -32001
+
+
+async def oauth_probe(request: Request) -> JSONResponse:
+    """/.well-known/* : 404, saying why. A client got a 401 and is looking for an OAuth
+    server; there is none, and the log says the client was not given the token."""
+    log.warn("http_oauth_discovery", path=log.cut(request.url.path, 80))
+    return JSONResponse(
+        {"error": "not_found", "error_description": NO_OAUTH},
+        status_code=404,
+    )
 
 
 class BodyLimit:
@@ -326,8 +391,9 @@ class BodyLimit:
 
 
 def build_app(settings: Settings, handle: BrainHandle) -> ASGIApp:
-    """The ASGI app: /mcp (Streamable HTTP, token-guarded) and /health (open)."""
-    server = make_server(settings, handle)
+    """The ASGI app: /mcp (Streamable HTTP) and /metrics behind the token; /health open."""
+    metrics = Metrics(tuple(tools.BY_NAME))
+    server = make_server(settings, handle, metrics)
     # Creates the session manager. The SDK's own Host/Origin check is off on purpose: it
     # switches itself on only for three spellings of loopback and knows nothing of
     # server.allowed_hosts, so HostGuard (outermost, every path) is the one rule.
@@ -349,33 +415,12 @@ def build_app(settings: Settings, handle: BrainHandle) -> ASGIApp:
             status = "error" if handle.failed else "starting"
             return JSONResponse({"status": status}, status_code=503)
         st = await anyio.to_thread.run_sync(brain.status)
-        return JSONResponse(
-            {
-                "status": "degraded" if st.last_error else "ok",
-                "notes": st.notes,
-                "chunks": st.chunks,
-                "pending_vectors": st.pending_vectors,
-                "pending_summaries": st.pending_summaries,
-                "embedding": st.embedding,
-                "dimension": st.dimension,
-                "summary_model": st.summary_model,
-                "last_error": st.last_error,
-                "indexer": st.indexer,
-                "indexing": (
-                    {"done": st.indexing.done, "total": st.indexing.total} if st.indexing else None
-                ),
-                "strong": (
-                    {
-                        "model": st.strong_model,
-                        "done": st.strong_vectors,
-                        "total": st.strong_vectors + st.strong_pending,
-                        "kernel": st.strong_kernel,
-                    }
-                    if st.strong_model
-                    else None
-                ),
-            }
-        )
+        return JSONResponse(health_body(st))
+
+    async def metrics_text(request: Request) -> Response:
+        brain = handle.peek()
+        st = None if brain is None else await anyio.to_thread.run_sync(brain.status)
+        return Response(metrics.render(st), media_type=METRICS_TYPE)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -389,11 +434,17 @@ def build_app(settings: Settings, handle: BrainHandle) -> ASGIApp:
     app = Starlette(
         routes=[
             Route("/health", health, methods=["GET"]),
+            Route("/metrics", metrics_text, methods=["GET"]),
+            Route(DISCOVERY_PREFIX + "{rest:path}", oauth_probe),
             Route(MCP_PATH, StreamableHTTPASGIApp(session_manager)),
         ],
         lifespan=lifespan,
     )
-    guarded = BearerAuth(BodyLimit(app, settings.server.max_body_bytes), settings.server.token)
+    guarded = BearerAuth(
+        BodyLimit(app, settings.server.max_body_bytes),
+        settings.server.token,
+        on_refusal=lambda reason: metrics.unauthorized.labels(reason).inc(),
+    )
     return HostGuard(guarded, host_policy(settings))
 
 
@@ -615,16 +666,49 @@ def run_http(
     sockets = bind_sockets(settings.server.host, settings.server.port)
     route_library_logs()
     handle = BrainHandle(settings, factory=factory, attach=attach)
+    server = make_uvicorn(settings, handle)
+    for sock in sockets:
+        # Listening before the announcement: a client that connects at once waits in the
+        # backlog until uvicorn accepts, instead of being refused.
+        sock.listen(server.config.backlog)
+    port = sockets[0].getsockname()[1]
     log.event(
         "serve",
         transport="http",
         host=settings.server.host,
-        port=settings.server.port,
+        port=port,
         auth=bool(settings.server.token),
         read_only=settings.write.read_only,
     )
-    make_uvicorn(settings, handle).run(sockets=sockets)
+    sys.stderr.write("".join(f"vault-brain: {line}\n" for line in announcement(settings, port)))
+    sys.stderr.flush()
+    server.run(sockets=sockets)
 
 
-def _under(path: str, prefix: str) -> bool:
-    return path == prefix or path.startswith(prefix + "/")
+def announcement(settings: Settings, port: int) -> list[str]:
+    """What a person starting `serve --http` needs to paste: the URL, and how clients pass
+    the token (never the token itself)."""
+    host = settings.server.host.strip("[]")
+    wildcard = host in ("0.0.0.0", "::", "")
+    shown = socket.gethostname() if wildcard else host
+    url = f"http://{_url_host(shown)}:{port}{MCP_PATH}"
+    lines = [f"serving MCP at {url}"]
+    if wildcard:
+        lines[0] += (
+            f" (every address of this machine; from this one: http://127.0.0.1:{port}{MCP_PATH})"
+        )
+    if settings.server.token:
+        lines.append(
+            'clients send the header "Authorization: Bearer <token>" with the token from '
+            "VAULT_BRAIN_TOKEN or server.token, e.g. claude mcp add --transport http "
+            f'vault-brain-http {url} --header "Authorization: Bearer $VAULT_BRAIN_TOKEN"'
+        )
+    else:
+        lines.append(
+            "no token is set, so clients need none; only this machine can connect (loopback)"
+        )
+    return lines
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_types import Tool, ToolAnnotations
 
+from vault_brain.budget import fit_hits
 from vault_brain.config import Settings
 from vault_brain.contract import (
     CURSOR_MAX,
@@ -97,7 +98,8 @@ class ToolSpec:
             description=self.description,
             input_schema=schema,
             annotations=ToolAnnotations(
-                read_only_hint=self.read_only,
+                # readOnlyHint defaults to false: said only when true (fewer spec tokens).
+                read_only_hint=True if self.read_only else None,
                 destructive_hint=None if self.read_only else self.destructive,
                 open_world_hint=False,
             ),
@@ -112,9 +114,13 @@ def _ref(r: Any) -> dict[str, Any]:
 
 
 def _search(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    budget = a.get("max_tokens")
+    limit = a.get("limit")
+    if budget is not None and limit is None:
+        limit = SEARCH_LIMIT_MAX  # the budget is the bound: draw on every hit worth showing
     found = brain.search(
         a["query"],
-        limit=a.get("limit"),
+        limit=limit,
         mode=a.get("mode"),
         tags=tuple(a.get("tags") or ()),
         folder=a.get("folder"),
@@ -122,6 +128,17 @@ def _search(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
         until=a.get("until"),
         min_score=a.get("min_score"),
     )
+    hits = found.hits
+    if budget is not None:
+        # The reply text as the client receives it (compact JSON, see dumps) is what counts.
+        def render(kept: list[Any], omitted: int) -> str:
+            return dumps(_search_reply(found, kept, omitted))
+
+        hits, _ = fit_hits(found.hits, render, brain.count_tokens, budget)
+    return _search_reply(found, hits, len(found.hits) - len(hits)), len(hits)
+
+
+def _search_reply(found: Any, hits: list[Any], omitted: int) -> dict[str, Any]:
     results = [
         {
             "id": h.id,
@@ -133,19 +150,18 @@ def _search(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
             "confidence": h.confidence,
             "updated": h.updated,
         }
-        for h in found.hits
+        for h in hits
     ]
     reply: dict[str, Any] = {"results": results, "degraded": bool(found.degraded)}
     if found.nothing_relevant:
         # Say it plainly, so a model tells the user the vault lacks it instead of guessing.
         reply["nothing_relevant"] = True
+    if omitted:
+        reply["omitted"] = omitted  # hits left out to stay within max_tokens
     if found.indexing is not None:
         # The first pass over the vault is still running: these answers may be incomplete.
         reply["indexing"] = {"done": found.indexing.done, "total": found.indexing.total}
-    if found.strong is not None:
-        # The multilingual tier is still embedding: the instant one answered meanwhile.
-        reply["strong_vectors"] = {"done": found.strong.done, "total": found.strong.total}
-    return reply, len(results)
+    return reply
 
 
 def _list(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
@@ -218,8 +234,8 @@ def _update(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
 
 
 def _delete(brain: Brain, a: dict[str, Any]) -> tuple[dict[str, Any], int]:
-    trashed_to = brain.delete(a["id"], a["version"])
-    return {"id": a["id"], "trashed_to": trashed_to}, 1
+    done = brain.delete(a["id"], a["version"])
+    return {"id": done.id, "trashed_to": done.trashed_to}, 1
 
 
 # ---- the specs ----
@@ -235,9 +251,9 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="memory_search",
         description=(
-            "Search the user's notes by meaning and words. Use before answering from memory. "
+            "Search the user's notes by meaning and words; use before answering from memory. "
             "Returns {results:[{id,title,path,summary,snippet,score,updated}],degraded}; "
-            "score 0-1 means the same in every search; nothing_relevant: the vault lacks it."
+            "score 0-1, comparable across searches; nothing_relevant: the vault lacks it."
         ),
         args={
             "query": Arg(
@@ -249,7 +265,8 @@ TOOLS: tuple[ToolSpec, ...] = (
             "since": _SINCE,
             "until": _UNTIL,
             "mode": Arg("str", "default hybrid", choices=MODES),
-            "min_score": Arg("num", "0-1; default 0.15", lo=0, hi=1),
+            "min_score": Arg("num", "default 0.15", lo=0, hi=1),
+            "max_tokens": Arg("int", "reply size cap in tokens; best hits first"),
         },
         run=_search,
         read_only=True,
@@ -267,7 +284,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "since": _SINCE,
             "until": _UNTIL,
             "limit": Arg("int", "per page", lo=1, hi=LIST_LIMIT_MAX, default=20),
-            "cursor": Arg("str", "next_cursor, for the next page", max_len=CURSOR_MAX),
+            "cursor": Arg("str", "a next_cursor", max_len=CURSOR_MAX),
         },
         run=_list,
         read_only=True,
@@ -275,8 +292,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="memory_get",
         description=(
-            "Read one note in full: content, metadata, version, links_out, backlinks. "
-            "memory_update and memory_delete need its version."
+            "Read one note in full, with its version (memory_update and memory_delete need "
+            "it), links_out and backlinks."
         ),
         args={"id": _ID, "max_chars": Arg("int", "cut content here", lo=1)},
         run=_get,
@@ -285,8 +302,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="memory_save",
         description=(
-            "Create a new Markdown note (never overwrites). Give a one-line summary. "
-            "Returns {id,path,version}, plus duplicate_of if the same content exists."
+            "Create a Markdown note (never overwrites); give a one-line summary. "
+            "Returns {id,path,version}, plus duplicate_of if that content exists."
         ),
         args={
             "title": Arg("str", "becomes the file name", required=True, max_len=TITLE_MAX),
@@ -300,10 +317,9 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="memory_update",
         description=(
-            "Change a note: replace content or append to it, and/or set summary, tags, title. "
+            "Change a note's content (replace or append), summary, tags or title. "
             "If it changed since you read it: CONFLICT with current {content,version}; merge "
-            "into that, never resend old text. A new title renames the file. "
-            "Returns {id,version,path}."
+            "into that, never resend old text. Returns {id,version,path}."
         ),
         args={
             "id": _ID,
@@ -312,7 +328,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "append": Arg("str", "added at the end"),
             "summary": Arg("str", '"" removes it', max_len=SUMMARY_MAX),
             "tags": Arg("tags", "replaces them", max_len=TAG_MAX),
-            "title": Arg("str", "new title", max_len=TITLE_MAX),
+            "title": Arg("str", "renames the file", max_len=TITLE_MAX),
         },
         run=_update,
     ),

@@ -88,11 +88,71 @@ class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[mis
 
 Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
 
+# Values that aliases may add to a block. `*name` repeats the node `&name` marks, and
+# nested aliases multiply: ten per level over ten levels is 10**10 values from 1 KB, and a
+# chain of merge keys (`<<: *previous`) grows with the square of its length (3,000 links,
+# 4.5 million values). Loading shares the repeats, but every comparison or copy of the
+# value walks them all: an update of such a note never returned. Real frontmatter uses an
+# alias or two, if any; a big block without aliases costs what its text costs.
+ALIAS_VALUES_MAX = 10_000
+
+
+class TooManyValues(ValueError):
+    """The block's aliases expand it past ALIAS_VALUES_MAX values (or into a loop)."""
+
+
 # What loading a block can raise besides YAMLError: odd values (a huge int, an unhashable
-# key) and deep nesting.
+# key), deep nesting, and aliases that multiply.
 LOAD_ERRORS = (yaml.YAMLError, ValueError, TypeError, RecursionError, OverflowError)
 
 
 def load_block(block: str) -> Any:
-    """The block's YAML value. Raises one of LOAD_ERRORS when it cannot be loaded."""
-    return yaml.load(block, Loader=Loader)  # noqa: S506 - a safe loader
+    """The block's YAML value. Raises one of LOAD_ERRORS when it cannot be loaded, and
+    TooManyValues (before building anything) when its aliases multiply it."""
+    loader = Loader(block)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        check_expansion(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def check_expansion(root: yaml.Node, limit: int = ALIAS_VALUES_MAX) -> None:
+    """Raise TooManyValues when the node graph, with every alias expanded, holds more than
+    `limit` values beyond its own nodes. Counted on the graph, each node once (its expanded
+    size remembered), so the count costs what the text costs, whatever it would expand to."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            active.discard(key)
+            size = 1 + sum(sizes[id(child)] for child in _children(node))
+            sizes[key] = size
+            if size - len(sizes) > limit:
+                raise TooManyValues(_too_many(limit))
+            continue
+        if key in sizes:
+            continue
+        if key in active:
+            raise TooManyValues("its aliases refer to themselves, without end")
+        active.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return node.value
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _too_many(limit: int) -> str:
+    return f"its aliases expand it by more than {limit:,} values"

@@ -9,8 +9,8 @@ had open) lands in the kept copy, never nowhere.
 
 Layout: `<vault>/.vault-brain/history/<note path>/<UTC time>.md`, one file per replaced
 version, so the versions of one note are one folder listing (`list_versions`). Bounded:
-the newest KEEP_PER_NOTE versions of each note, and MAX_TOTAL_BYTES for the vault (oldest
-dropped first, the newest version of every note kept).
+the newest KEEP_PER_NOTE versions of each note, and at most MAX_TOTAL_BYTES for the vault
+after every write (the oldest dropped first, whichever note; never what that write kept).
 """
 
 from __future__ import annotations
@@ -81,18 +81,21 @@ def restore(
     expected_version: str | None,
     *,
     allowed_folders: tuple[str, ...] | list[str] = (),
+    to: str | None = None,
 ) -> str:
-    """Put a kept version back; returns the note's new version.
+    """Put a version kept for the note at `rel` back, at `to` (default: `rel`; the note's
+    path now, when it has moved); returns the note's new version.
 
-    A normal write: `expected_version` is the version of the note as the caller last read
-    it (Conflict when it changed since), and what it replaces is kept in turn. None means
-    the note is gone (deleted or moved): the version is written under its old path, never
-    over a file that has appeared there.
+    A normal write: `expected_version` is the version of the note at `to` as the caller
+    last read it (Conflict when it changed since), and what it replaces is kept in turn.
+    None means no note is there (it was deleted): the version is written under that path,
+    never over a file that has appeared there.
     """
     data = read_version(root, rel, name)
+    target = to or rel
     if expected_version is None:
-        writer.create_note_at(root, rel, data, allowed_folders=allowed_folders)
+        writer.create_note_at(root, target, data, allowed_folders=allowed_folders)
         return file_version(data)
     return writer.replace_note_file(
-        root, rel, expected_version, data, allowed_folders=allowed_folders
+        root, target, expected_version, data, allowed_folders=allowed_folders
     )

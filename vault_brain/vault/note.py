@@ -21,7 +21,12 @@ import yaml
 
 from vault_brain.errors import VaultBrainError
 from vault_brain.vault.blocks import Blocks, Heading, code_spans, fenced_lines, mask_code, scan
-from vault_brain.vault.frontmatter import LOAD_ERRORS, load_block, split_frontmatter
+from vault_brain.vault.frontmatter import (
+    LOAD_ERRORS,
+    TooManyValues,
+    load_block,
+    split_frontmatter,
+)
 from vault_brain.vault.links import Link, extract_links, extract_tags, normalize_tag
 
 __all__ = [
@@ -151,6 +156,9 @@ def _split_frontmatter(text: str, warnings: list[str]) -> tuple[dict[str, Any], 
         data = load_block(_newlines(parts.block))
     except yaml.YAMLError as exc:
         warnings.append(f"frontmatter: invalid YAML{_yaml_where(exc)}")
+        return {}, body, False
+    except TooManyValues as exc:
+        warnings.append(f"frontmatter: not read, {exc}; the note is indexed from its text")
         return {}, body, False
     except LOAD_ERRORS as exc:
         warnings.append(f"frontmatter: YAML could not be loaded ({type(exc).__name__})")

@@ -21,6 +21,7 @@ import yaml
 from vault_brain.errors import InvalidInput
 from vault_brain.vault.frontmatter import (
     LOAD_ERRORS,
+    TooManyValues,
     canonical_key,
     line_ending,
     load_block,
@@ -270,6 +271,10 @@ def _dump(value: Any, *, flow: bool) -> str:
 def _parse_block(block: str) -> dict[str, Any]:
     try:
         data = load_block(block)
+    except TooManyValues as exc:
+        raise InvalidInput(
+            f"the note's frontmatter is not read ({exc}); edit it by hand first"
+        ) from exc
     except LOAD_ERRORS as exc:
         raise InvalidInput("the note's frontmatter is not valid YAML; fix it first") from exc
     if data is None:

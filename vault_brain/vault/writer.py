@@ -23,12 +23,22 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, suppress
+from functools import wraps
 from pathlib import Path
+from typing import Any, TypeVar
 
 from vault_brain import log
-from vault_brain.errors import Conflict, Forbidden, InvalidInput, NotFound
+from vault_brain.errors import (
+    DISK_FULL_ERRNOS,
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    Unavailable,
+    disk_full,
+)
 from vault_brain.vault import kept
-from vault_brain.vault.locks import note_lock
+from vault_brain.vault.locks import note_lock, state_dir
 from vault_brain.vault.note import file_version
 from vault_brain.vault.paths import (
     claim_free_name,
@@ -49,8 +59,47 @@ STALE_TEMP_SECONDS = 60.0
 # New files get the permissions any editor would give them, not mkstemp's 0600.
 _UMASK = os.umask(0)
 os.umask(_UMASK)
+# Free bytes under which a file system counts as the full one a failed write met.
+_NEARLY_FULL = 1 << 20
+
+T = TypeVar("T")
 
 
+def _says_disk_full(write: Callable[..., T]) -> Callable[..., T]:
+    """A full disk is said as such (Unavailable, retryable), never an unexplained OSError.
+    Every write below cleans up after itself on any error, so nothing was written."""
+
+    @wraps(write)
+    def run(root: Path, *args: Any, **kwargs: Any) -> T:
+        try:
+            return write(root, *args, **kwargs)
+        except OSError as exc:
+            if exc.errno not in DISK_FULL_ERRNOS:
+                raise
+            raise disk_full(_full_place(Path(root))) from exc
+
+    return run
+
+
+def _full_place(root: Path) -> str:
+    """Which of the vault and its .vault-brain folder (where replaced versions are kept)
+    lies on the full file system, in words."""
+    places = {"the vault": root}
+    with suppress(Forbidden):
+        places["the vault's .vault-brain folder (the kept versions)"] = state_dir(root)
+    full, devices = [], set()
+    for name, path in places.items():
+        try:
+            info, dev = os.statvfs(path), os.stat(path).st_dev
+        except OSError:
+            continue
+        if info.f_bavail * info.f_frsize < _NEARLY_FULL and dev not in devices:
+            full.append(name)
+            devices.add(dev)
+    return " and ".join(full) or "the vault"
+
+
+@_says_disk_full
 def create_note_file(
     root: Path,
     folder: str | None,
@@ -90,6 +139,7 @@ def _writable_folder(root: Path, folder: str | None, allowed_folders: Sequence[s
     return resolve_folder_path(root, folder, allowed_folders=allowed_folders)
 
 
+@_says_disk_full
 def create_note_at(
     root: Path, rel: str, data: bytes, *, allowed_folders: Sequence[str] = ()
 ) -> str:
@@ -106,6 +156,7 @@ def create_note_at(
     return vault_relative(root, target)
 
 
+@_says_disk_full
 def replace_note_file(
     root: Path,
     rel: str,
@@ -129,28 +180,29 @@ def replace_note_file(
     # Refuse a stale write before creating anything (no lock, no history, no temp file).
     _check_version(_read_current(path), expected_version)
     with note_lock(root, note_rel):
-        done = _swap_in(root, note_rel, path, expected_version, new_data)
-        if not done:
-            done = _replace_aside(root, note_rel, path, expected_version, new_data)
-        if not done:
-            _replace_copy(root, note_rel, path, expected_version, new_data)
+        entry = _swap_in(root, note_rel, path, expected_version, new_data)
+        if entry is None:
+            entry = _replace_aside(root, note_rel, path, expected_version, new_data)
+        if entry is None:
+            entry = _replace_copy(root, note_rel, path, expected_version, new_data)
     _fsync_dir(path.parent)
-    kept.maybe_prune(root, note_rel)
+    kept.maybe_prune(root, note_rel, entry)
     return file_version(new_data)
 
 
-def _swap_in(root: Path, note_rel: str, path: Path, expected: str, new_data: bytes) -> bool:
+def _swap_in(root: Path, note_rel: str, path: Path, expected: str, new_data: bytes) -> Path | None:
     """Replace by exchanging names (Linux renameat2, macOS renamex_np): the new bytes are
     staged as a history entry, and after the exchange that entry holds exactly what was at
-    the note's path, whatever raced in. False when the platform or file system cannot."""
+    the note's path, whatever raced in. Returns that entry; None when the platform or file
+    system cannot."""
     if _EXCHANGE is None:
-        return False
+        return None
     mode = _mode_of(path)
     entry = kept.new_entry(root, note_rel)
     try:
         if os.stat(entry.parent).st_dev != os.stat(path.parent).st_dev:
             _discard(str(entry))
-            return False
+            return None
         _fill(entry, new_data, mode)
         ours = os.stat(entry).st_ino
         _check_version(_read_current(path), expected)
@@ -162,7 +214,7 @@ def _swap_in(root: Path, note_rel: str, path: Path, expected: str, new_data: byt
             if exc.errno not in _NO_EXCHANGE:
                 raise
             _discard(str(entry))
-            return False
+            return None
     except BaseException:
         _discard(str(entry))
         raise
@@ -175,7 +227,7 @@ def _swap_in(root: Path, note_rel: str, path: Path, expected: str, new_data: byt
             current_version=file_version(_read_current(path)),
         )
     _fsync_dir(entry.parent)
-    return True
+    return entry
 
 
 def _give_back(entry: Path, path: Path, ours: int) -> None:
@@ -191,17 +243,20 @@ def _give_back(entry: Path, path: Path, ours: int) -> None:
             _discard(str(entry))  # our bytes, never applied; anything else stays in history
 
 
-def _replace_aside(root: Path, note_rel: str, path: Path, expected: str, new_data: bytes) -> bool:
+def _replace_aside(
+    root: Path, note_rel: str, path: Path, expected: str, new_data: bytes
+) -> Path | None:
     """Replace where names cannot be exchanged: move the note into its history (which keeps
     exactly what was at its path, whatever raced in), check those bytes, then give the new
     bytes the free name without overwriting (a save that lands meanwhile wins). The note is
-    absent for the microseconds between the two steps. False across file systems."""
+    absent for the microseconds between the two steps. Returns the history entry; None
+    across file systems."""
     entry = kept.new_entry(root, note_rel)
     tmp: str | None = None
     try:
         if os.stat(entry.parent).st_dev != os.stat(path.parent).st_dev:
             _discard(str(entry))
-            return False
+            return None
         tmp = _write_temp(path.parent, new_data, _mode_of(path))
         _check_version(_read_current(path), expected)
         try:
@@ -230,12 +285,13 @@ def _replace_aside(root: Path, note_rel: str, path: Path, expected: str, new_dat
             )
     finally:
         _discard(tmp)
-    return True
+    return entry
 
 
-def _replace_copy(root: Path, note_rel: str, path: Path, expected: str, new_data: bytes) -> None:
+def _replace_copy(root: Path, note_rel: str, path: Path, expected: str, new_data: bytes) -> Path:
     """The last resort (the history on another file system than the note): keep a copy of
-    the checked bytes, then rename. A save in the instant between is not kept."""
+    the checked bytes, then rename. A save in the instant between is not kept. Returns the
+    history entry."""
     tmp = _write_temp(path.parent, new_data, _mode_of(path))
     entry: Path | None = None
     try:
@@ -249,6 +305,7 @@ def _replace_copy(root: Path, note_rel: str, path: Path, expected: str, new_data
         if entry is not None:
             _discard(str(entry))
         raise
+    return entry
 
 
 def _version_at(path: Path, fallback: Path) -> str:
@@ -258,6 +315,7 @@ def _version_at(path: Path, fallback: Path) -> str:
         return file_version(_read_current(fallback))
 
 
+@_says_disk_full
 def rename_note_file(
     root: Path,
     rel: str,
@@ -289,6 +347,8 @@ def rename_note_file(
                 break
         else:
             raise Conflict("too many notes share this title in this folder")
+        # Its kept versions go with it, so `history` by its id or new path lists them.
+        kept.move_history(root, vault_relative(root, path), vault_relative(root, target))
         with suppress(FileNotFoundError):  # gone already where links are not supported
             os.unlink(path)
     _fsync_dir(path.parent)
@@ -296,6 +356,7 @@ def rename_note_file(
     return vault_relative(root, target)
 
 
+@_says_disk_full
 def trash_note_file(
     root: Path,
     rel: str,
@@ -340,11 +401,30 @@ def trash_note_file(
                 "the note changed since it was read; read it again and retry",
                 current_version=file_version(trashed_bytes),
             )
+        entry = _keep_deleted(root, note_rel.as_posix(), trashed_bytes)
     _fsync_dir(path.parent)
     _fsync_dir(dest_dir)
+    if entry is not None:
+        kept.maybe_prune(root, note_rel.as_posix(), entry)
     trashed = vault_relative(root, dest)
     log.event("note_trashed", path=log.cut(trashed))
     return trashed
+
+
+def _keep_deleted(root: Path, rel: str, data: bytes) -> Path | None:
+    """What a delete replaces is kept like what an update replaces, so `history` and
+    `restore` find a deleted note by its path even when it was never updated. The trash
+    holds it whole already: a copy that cannot be made (a full disk) is only a warning."""
+    entry: Path | None = None
+    try:
+        entry = kept.new_entry(root, rel)
+        _fill(entry, data, 0o600)
+    except (OSError, Unavailable, Forbidden) as exc:
+        if entry is not None:
+            _discard(str(entry))
+        log.warn("history_not_kept", path=log.cut(rel), error=type(exc).__name__)
+        return None
+    return entry
 
 
 # --- helpers ----------------------------------------------------------------------------

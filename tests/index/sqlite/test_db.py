@@ -4,8 +4,9 @@ damage, reader connections, and the WAL's checkpoints."""
 from __future__ import annotations
 
 import sqlite3
-import time
 
+from tests.settle import settle
+from tests.waiting import HANG_SECONDS
 from vault_brain.index.sqlite import db
 from vault_brain.index.sqlite.schema import SCHEMA_VERSION
 from vault_brain.service import Brain
@@ -161,13 +162,17 @@ def test_the_indexer_copies_the_wal_into_the_index_after_saves_not_the_saves(vau
     after saves, on a reader connection, so no save waits for it; in WAL mode nothing
     else writes the database file."""
     with Brain(make_settings()) as brain, brain.indexer as indexer:
-        assert indexer.wait_idle(30)
+        assert indexer.wait_idle(HANG_SECONDS)
         database = brain.index.path
+
+        def written() -> tuple[int, int]:
+            return database.stat().st_size, database.stat().st_mtime_ns
+
+        before = written()
         for n in range(200):
             brain.save(f"Firing {n}", f"Bisque firing {n} at cone 04, glaze firing after.")
-        written = (database.stat().st_size, database.stat().st_mtime_ns)
-        deadline = time.monotonic() + 5.0
-        while (database.stat().st_size, database.stat().st_mtime_ns) == written:
-            assert time.monotonic() < deadline, "nothing copied the WAL after the saves"
-            time.sleep(0.05)
-        assert brain.index.checkpoint()[0]  # and it was all of it, or all but a moment's
+        settle(brain)  # the watcher has looked at every saved file; the worker is idle again
+        assert written() != before  # the WAL went into the database meanwhile
+        after = written()
+        assert brain.index.checkpoint()[0]  # all of it is in the database now, and ...
+        assert written() == after  # ... it was before this copy: the idle worker had done it

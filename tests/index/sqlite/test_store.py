@@ -3,6 +3,8 @@ with another way of computing them, and what a killed pass leaves in the file.""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.index.test_fulltext import DENSE, QUESTION, SMALL_CHUNKS, SPREAD, write_all
 from tests.index.test_search import NOTES
 from tests.index.test_sync import _chain, _fresh_snapshot
@@ -109,3 +111,29 @@ def test_an_edited_or_deleted_note_leaves_no_vector_behind(vault, make_brain):
     assert len(set(notes)) == len(NOTES) - 1
     result = brain.search("nightly base backups pgBackRest WAL archives", mode="vector")
     assert "How-to/Backup.md" not in [h.path for h in result.hits]
+
+
+@pytest.mark.slow
+def test_backlinks_of_a_note_with_a_thousand_linkers_are_one_indexed_lookup(vault, make_brain):
+    """One statement however many notes link here, and SQLite's plan for it searches the
+    links by their resolved target (an index), never scans a table."""
+    vault.write("Hub.md", "# Hub\n\nthe centre\n")
+    for n in range(1000):
+        vault.write(f"Spoke {n}.md", f"# Spoke {n}\n\nsee [[Hub]]\n")
+    brain = make_brain()
+    with brain.index.read() as r:
+        hub = r.note_by_path("Hub.md")
+        statements: list[str] = []  # as run, parameters filled in
+        r.conn.set_trace_callback(statements.append)
+        try:
+            found = r.backlinks(hub.rowid)
+        finally:
+            r.conn.set_trace_callback(None)
+        plan = [
+            row[-1] for sql in statements for row in r.conn.execute(f"EXPLAIN QUERY PLAN {sql}")
+        ]
+    assert len(found) == 1000
+    assert len(statements) == 1, statements
+    searched = [step for step in plan if step.startswith("SEARCH links USING")]
+    assert [s for s in searched if s.endswith("INDEX links_resolved (target_rowid=?)")], plan
+    assert not [step for step in plan if step.startswith("SCAN")], plan

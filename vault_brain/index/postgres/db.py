@@ -394,15 +394,19 @@ class PostgresIndex:
     def _error(self, exc: BaseException, doing: str) -> Unavailable:
         return Unavailable(f"the index {self._location} cannot be {doing}: {exc}")
 
-    def _probe_lock(self, classid: int, objid: int) -> bool:
+    def _probe_lock(self, classid: int, objid: int) -> str | None:
+        """The application_name of the connection holding this advisory lock ('' when it
+        set none), or None when nobody holds it."""
         with self._pool.connection() as conn:
             row = conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
-                "AND classid = %s AND objid = %s AND objsubid = 2 AND granted "
-                "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))",
+                "SELECT coalesce(a.application_name, '') FROM pg_locks l "
+                "LEFT JOIN pg_stat_activity a ON a.pid = l.pid "
+                "WHERE l.locktype = 'advisory' AND l.classid = %s AND l.objid = %s "
+                "AND l.objsubid = 2 AND l.granted "
+                "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
                 (classid, objid),
             ).fetchone()
-        return bool(row[0])
+        return None if row is None else row[0]
 
     # -- chores -----------------------------------------------------------------------------
 
@@ -424,8 +428,9 @@ class PostgresIndex:
     def maintain_in_background(self, on: bool = True) -> None:
         """Nothing to move: Postgres's chores never fall to a commit."""
 
-    def repair(self) -> bool:
-        """Postgres checks its own pages; nothing here can be damaged unseen."""
+    def repair(self, emptied: Callable[[Writes], None] | None = None) -> bool:
+        """Postgres checks its own pages; nothing here can be damaged unseen, nothing is
+        emptied."""
         return False
 
     def size_bytes(self) -> int:

@@ -18,6 +18,9 @@ import psycopg
 
 from vault_brain import log
 from vault_brain.errors import Unavailable
+from vault_brain.index.records import Holder
+
+APP_PREFIX = "vault-brain indexer:"  # application_name of the holding connection: +role:pid
 
 
 class AdvisoryLock:
@@ -27,7 +30,7 @@ class AdvisoryLock:
         classid: int,
         objid: int,
         where: str,
-        probe: Callable[[int, int], bool],
+        probe: Callable[[int, int], str | None],
     ) -> None:
         self._open = opener
         self._keys = (classid, objid)
@@ -46,7 +49,9 @@ class AdvisoryLock:
         conn = self._conn
         return self._held and conn is not None and not conn.closed
 
-    def try_acquire(self) -> bool:
+    def try_acquire(self, role: str | None = None) -> bool:
+        """Take the lock if it is free; `role` (records.WATCH, INDEX, REFRESH) and this
+        pid go into the lock connection's application_name, where holder() reads them."""
         with self._guard:
             if self.held:
                 return True
@@ -63,7 +68,12 @@ class AdvisoryLock:
             if not got:
                 return False
             self._held = True
-            log.event("indexer_lock_acquired", path=self._where, pid=os.getpid())
+            name = f"{APP_PREFIX}{role or ''}:{os.getpid()}"
+            try:
+                self._conn.execute("SELECT set_config('application_name', %s, false)", (name,))
+            except psycopg.Error:
+                pass  # the lock still works; others only learn less about its holder
+            log.event("indexer_lock_acquired", path=self._where, pid=os.getpid(), role=role)
             return True
 
     def release(self) -> None:
@@ -95,9 +105,23 @@ class AdvisoryLock:
         if self.held:
             return True
         try:
-            return self._probe(*self._keys)
+            return self._probe(*self._keys) is not None
         except (psycopg.Error, Unavailable):
             return False
+
+    def holder(self) -> Holder | None:
+        """Who holds the lock (maybe this process), read from the holding connection's
+        application_name; None when nobody does."""
+        try:
+            name = self._probe(*self._keys)
+        except (psycopg.Error, Unavailable):
+            return None
+        if name is None:
+            return None
+        if not name.startswith(APP_PREFIX):
+            return Holder(None, None)
+        role, _, pid = name[len(APP_PREFIX) :].rpartition(":")
+        return Holder(int(pid) if pid.isdigit() else None, role or None)
 
     def __enter__(self) -> AdvisoryLock:
         return self

@@ -226,20 +226,26 @@ class Reads:
             "WHERE lower(n.path) = lower(%s)", (path,), "n.path"
         )
 
-    def note_by_title(self, title: str) -> NoteInfo | None:
-        return self._first_note(
-            "WHERE lower(n.title) = lower(%s)", (title,), "length(n.path), n.path"
-        )
+    def notes_by_title(self, title: str, limit: int) -> list[NoteInfo]:
+        return self._notes("WHERE lower(n.title) = lower(%s)", (title,), limit)
 
-    def note_by_alias(self, alias: str) -> NoteInfo | None:
-        return self._first_note(
+    def notes_by_alias(self, alias: str, limit: int) -> list[NoteInfo]:
+        return self._notes(
             "JOIN aliases a ON a.note_rowid = n.rowid WHERE a.alias_key = %s",
             (alias.lower(),),
-            "n.path",
+            limit,
         )
 
-    def note_by_stem(self, stem: str) -> NoteInfo | None:
-        return self._first_note("WHERE n.stem_key = %s", (stem.lower(),), "length(n.path), n.path")
+    def notes_by_stem(self, stem: str, limit: int) -> list[NoteInfo]:
+        return self._notes("WHERE n.stem_key = %s", (stem.lower(),), limit)
+
+    def _notes(self, where: str, params: Sequence[object], limit: int) -> list[NoteInfo]:
+        rows = self._all(
+            f"SELECT DISTINCT length(n.path), {NOTE_COLUMNS} FROM notes n {where} "
+            "ORDER BY length(n.path), n.path LIMIT %s",
+            (*params, limit),
+        )
+        return [_info(r[1:]) for r in rows]
 
     def redirect(self, old_id: str) -> str | None:
         row = self._one("SELECT new_id FROM id_redirects WHERE old_id = %s", (old_id,))

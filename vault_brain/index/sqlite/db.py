@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from vault_brain import log
-from vault_brain.errors import IndexDamaged, Unavailable
+from vault_brain.errors import IndexDamaged, Unavailable, disk_full
 from vault_brain.index.sqlite.lock import LOCK_NAME, IndexerLock
 from vault_brain.index.sqlite.schema import SCHEMA, SCHEMA_VERSION
 from vault_brain.index.sqlite.store import Reads, Writes
@@ -165,11 +165,17 @@ def is_damage(exc: BaseException) -> bool:
     return "malformed" in text or "not a database" in text or "corrupt" in text
 
 
+def is_full(exc: BaseException) -> bool:
+    return "database or disk is full" in str(exc).lower()
+
+
 def index_error(exc: BaseException, path: Path, doing: str) -> Unavailable:
     """What a SQLite failure means to a user, with the real cause (a full disk, a read-only
     or immutable file, damage), never a traceback."""
     if is_damage(exc):
         return IndexDamaged(f"the index {path} is damaged ({exc}); it is being rebuilt")
+    if is_full(exc):
+        return disk_full(f"the index {path}", written=f"the index cannot be {doing}")
     return Unavailable(f"the index {path} cannot be {doing}: {exc}")
 
 
@@ -311,6 +317,7 @@ class SqliteIndex:
         self.one_shot = one_shot
         self._conn = open_database(self.path)
         self._write_lock = threading.Lock()
+        self._wal_overgrown = False  # a write failed on a full disk: see transaction()
         self._matrices: dict[str, Any] = {}
         self._pool = ReaderPool(lambda: connect(self.path), readers)
         self._closed = False
@@ -381,7 +388,15 @@ class SqliteIndex:
                     _rollback(conn)
                     raise
             except errors as exc:
+                if is_full(exc):
+                    self._wal_overgrown = True
                 raise index_error(exc, self.path, "written") from exc
+            if self._wal_overgrown:
+                # A transaction that failed on a full disk had grown the WAL into the last
+                # free bytes, and SQLite keeps a WAL's size, so that space stayed taken
+                # after the person freed some: the next write (a kept version, a note)
+                # failed again. Now that a write went through, give it back.
+                self._wal_overgrown = not _give_back_wal(conn)
 
     # -- chores (index/port.py: maintain, maintain_in_background, repair) ------------------
 
@@ -398,18 +413,27 @@ class SqliteIndex:
             if not self._closed:
                 self._conn.execute(f"PRAGMA wal_autocheckpoint = {pages}")
 
-    def repair(self) -> bool:
+    def repair(self, emptied: Callable[[Writes], None] | None = None) -> bool:
         """FTS5's integrity check: damaged pages give wrong answers silently, so damaged
-        full-text tables are dropped and made anew (empty); True then, and the caller's
-        next pass must index every note again."""
+        full-text tables are dropped and made anew (empty), `emptied` called in that
+        transaction; True then, and the caller's next pass must index every note again."""
         try:
             with self.transaction() as w:
                 w.check_text_index()
             return False
         except IndexDamaged as exc:
             log.warn("index_damaged", part="full text", error=log.cut(exc.message, 200))
-        with self.transaction() as w:
-            w.reset_text_index()
+        try:
+            with self.transaction() as w:
+                w.reset_text_index()
+                if emptied is not None:
+                    emptied(w)
+        except IndexDamaged:
+            # The tables' own pages are damaged: DROP, which walks them, cannot free them.
+            with self.transaction() as w:
+                w.forget_text_index()
+                if emptied is not None:
+                    emptied(w)
         return True
 
     def checkpoint(self) -> tuple[bool, int]:
@@ -441,6 +465,20 @@ class SqliteIndex:
                 self._conn.close()
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
+
+
+def _give_back_wal(conn: Connection) -> bool:
+    """Copy the WAL into the database and truncate it, if no reader needs it right now (no
+    waiting: best effort). Whether it did."""
+    try:
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        finally:
+            conn.execute("PRAGMA busy_timeout = 30000")
+    except binding_errors():
+        return False
+    return True
 
 
 def _rollback(conn: Connection) -> None:

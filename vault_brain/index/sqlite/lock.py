@@ -6,10 +6,16 @@ The first to take `<index dir>/indexer.lock` writes the index; the others only r
 lock is an flock (LockFileEx on Windows) held through an open descriptor, so the kernel
 drops it the moment the holder dies, even on kill -9: a waiting process takes over on its
 next try, with no stale lock file to clean up.
+
+Who holds it, and for what, sits beside it in `indexer.lock.json` ({"pid", "role"}): a
+watcher (`watch`, `serve`) keeps the index in step for as long as it runs, an `index` run
+only until it ends, so `status` and `index` tell them apart. The lock is the truth; the
+record is read only while the lock is held, so one left by a killed holder misleads no one.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from pathlib import Path
@@ -18,8 +24,10 @@ import filelock
 
 from vault_brain import log
 from vault_brain.errors import Unavailable
+from vault_brain.index.records import Holder
 
 LOCK_NAME = "indexer.lock"  # beside the index file it guards (default <vault>/.vault-brain/)
+HOLDER_SUFFIX = ".json"  # indexer.lock.json: who holds the lock
 
 
 class IndexerLock:
@@ -48,8 +56,9 @@ class IndexerLock:
     def held(self) -> bool:
         return self._lock.is_locked
 
-    def try_acquire(self) -> bool:
-        """Take the lock if it is free; True when this process now holds it."""
+    def try_acquire(self, role: str | None = None) -> bool:
+        """Take the lock if it is free; True when this process now holds it. `role` (WATCH,
+        INDEX, REFRESH) is recorded for other processes to read."""
         with self._guard:
             if self._lock.is_locked:
                 return True
@@ -60,13 +69,16 @@ class IndexerLock:
                 return False
             except OSError as exc:
                 raise Unavailable(f"cannot open the indexer lock {self.path}: {exc}") from exc
-            log.event("indexer_lock_acquired", path=str(self.path), pid=os.getpid())
+            _write_holder(_holder_path(self.path), role)
+            log.event("indexer_lock_acquired", path=str(self.path), pid=os.getpid(), role=role)
             return True
 
     def release(self) -> None:
         with self._guard:
             if not self._lock.is_locked:
                 return
+            # The record goes first: once the lock is free, the next holder writes its own.
+            _holder_path(self.path).unlink(missing_ok=True)
             self._lock.release(force=True)
             log.event("indexer_lock_released", path=str(self.path), pid=os.getpid())
 
@@ -93,8 +105,36 @@ class IndexerLock:
         probe.release(force=True)
         return False
 
+    def holder(self) -> Holder | None:
+        """Who holds the lock (maybe this process), or None when nobody does."""
+        if not self.taken():
+            return None
+        try:
+            record = json.loads(_holder_path(self.path).read_text("utf-8"))
+            pid, role = record.get("pid"), record.get("role")
+            return Holder(
+                pid if isinstance(pid, int) else None, role if isinstance(role, str) else None
+            )
+        except (OSError, ValueError, AttributeError):
+            return Holder(None, None)
+
     def __enter__(self) -> IndexerLock:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _holder_path(lock_path: Path) -> Path:
+    return lock_path.with_name(lock_path.name + HOLDER_SUFFIX)
+
+
+def _write_holder(path: Path, role: str | None) -> None:
+    """Write the record whole (a temp file renamed over it), so a reader never sees half."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temp.write_text(json.dumps({"pid": os.getpid(), "role": role}), encoding="utf-8")
+        os.replace(temp, path)
+    except OSError as exc:  # the lock still works; others only learn less about its holder
+        log.warn("indexer_holder_not_recorded", error=str(exc)[:200])
+        temp.unlink(missing_ok=True)

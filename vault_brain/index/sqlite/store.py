@@ -244,22 +244,28 @@ class Reads:
             "WHERE n.path = ? COLLATE NOCASE", (path,)
         )
 
-    def note_by_title(self, title: str) -> NoteInfo | None:
-        """Exact title, any case; the shortest path first when several share it."""
-        return self._first_note(
-            "WHERE n.title = ? COLLATE NOCASE", (title,), "length(n.path), n.path"
-        )
+    def notes_by_title(self, title: str, limit: int) -> list[NoteInfo]:
+        """Notes with exactly this title, any case (several may share it), by path."""
+        return self._notes("WHERE n.title = ? COLLATE NOCASE", (title,), limit)
 
-    def note_by_alias(self, alias: str) -> NoteInfo | None:
-        return self._first_note(
+    def notes_by_alias(self, alias: str, limit: int) -> list[NoteInfo]:
+        return self._notes(
             "JOIN aliases a ON a.note_rowid = n.rowid WHERE a.alias_key = ?",
             (alias.lower(),),
-            "n.path",
+            limit,
         )
 
-    def note_by_stem(self, stem: str) -> NoteInfo | None:
-        """A file name without its folder (and without .md), anywhere in the vault."""
-        return self._first_note("WHERE n.stem_key = ?", (stem.lower(),), "length(n.path), n.path")
+    def notes_by_stem(self, stem: str, limit: int) -> list[NoteInfo]:
+        """Notes with this file name (without its folder and .md), anywhere in the vault."""
+        return self._notes("WHERE n.stem_key = ?", (stem.lower(),), limit)
+
+    def _notes(self, where: str, params: Sequence[object], limit: int) -> list[NoteInfo]:
+        rows = self._all(
+            f"SELECT DISTINCT {NOTE_COLUMNS} FROM notes n {where} "
+            "ORDER BY length(n.path), n.path LIMIT ?",
+            (*params, limit),
+        )
+        return [_info(r) for r in rows]
 
     def redirect(self, old_id: str) -> str | None:
         """The id a moved note has now, if `old_id` was its id before the move."""
@@ -928,6 +934,25 @@ class Writes(Reads):
 
         for name, create in FTS_TABLES.items():
             self._run(f"DROP TABLE IF EXISTS {name}")
+            self._run(create)
+
+    def forget_text_index(self) -> None:
+        """Where the damaged full-text tables cannot be dropped (their own b-tree pages are
+        damaged, and DROP walks them to free them): take them out of the schema without
+        reading a page, then make them anew (empty: the caller rebuilds). The damaged pages
+        stay in the file unused until a VACUUM; the new tables change the schema version,
+        so every connection, in any process, reads the new schema before its next query."""
+        from vault_brain.index.sqlite.schema import FTS_TABLES
+
+        shadows = ("", "_data", "_idx", "_docsize", "_config", "_content")
+        names = [name + part for name in FTS_TABLES for part in shadows]
+        self._run("PRAGMA writable_schema = ON")
+        try:
+            marks = ",".join("?" * len(names))
+            self._run(f"DELETE FROM sqlite_schema WHERE name IN ({marks})", names)
+        finally:
+            self._run("PRAGMA writable_schema = RESET")  # off, and the schema read anew
+        for create in FTS_TABLES.values():
             self._run(create)
 
     def clear_notes(self) -> None:

