@@ -120,7 +120,7 @@ def real_chunks(brain: Any, model: str) -> list[tuple[str, str, bytes]]:
         )
     import numpy as np
 
-    return [(h, t, np.asarray(v, dtype=np.float32).tobytes()) for h, t, v in rows]
+    return [(h, t, np.asarray(v.to_numpy(), dtype=np.float32).tobytes()) for h, t, v in rows]
 
 
 def grow(brain: Any, model: str, target: int, pool: list[tuple[str, str, bytes]]) -> dict:

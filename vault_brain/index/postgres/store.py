@@ -428,8 +428,13 @@ class Reads:
         return rank_text(self, query, filters, notes, note_weight, evidence)
 
     def _stats(self, kind: str) -> tuple[int, float]:
-        rows, words = self._one("SELECT rows, words FROM fts_stats WHERE kind = %s", (kind,))  # type: ignore[misc]
-        return rows, (words / rows if rows else 1.0)
+        """(rows, mean words a row) of notes or chunks, remembered until the index changes."""
+
+        def compute() -> tuple[int, float]:
+            rows, words = self._one("SELECT rows, words FROM fts_stats WHERE kind = %s", (kind,))  # type: ignore[misc]
+            return rows, (words / rows if rows else 1.0)
+
+        return self.per_version(f"fts_stats:{kind}", compute)
 
     def _phrases(self, query: TextQuery, kind: str, rows: int) -> list[Phrase]:
         """A phrase per form of every query word (FTS5's shape), with its frequency among
@@ -576,13 +581,16 @@ class Reads:
         found: dict[int, set[int]] = {}
         if not note_rowids:
             return found
-        for i, group in enumerate(query.groups):
-            rows = self._all(
-                "SELECT rowid FROM notes WHERE rowid = ANY(%s) AND tsv @@ %s::tsquery",
-                (list(note_rowids), fulltext.tsquery(group)),
-            )
-            for (rowid,) in rows:
-                found.setdefault(rowid, set()).add(i)
+        groups = [fulltext.tsquery(group) for group in query.groups]
+        tests = ", ".join("tsv @@ %s::tsquery" for _ in groups)
+        rows = self._all(
+            f"SELECT rowid, {tests} FROM notes WHERE rowid = ANY(%s)",
+            (*groups, list(note_rowids)),
+        )
+        for rowid, *holds in rows:
+            held = {i for i, h in enumerate(holds) if h}
+            if held:
+                found[rowid] = held
         return found
 
     def chunks_of_notes(self, note_rowids: Sequence[int]) -> list[tuple[int, int, str, str]]:
@@ -618,11 +626,23 @@ class Reads:
         return row is not None
 
     def vectors_model(self, tier: str = INSTANT) -> tuple[str, int] | None:
+        """(model, dimension) of the tier's vectors, remembered until the index changes (a
+        search asks it several times: a round trip each)."""
+
+        def compute() -> tuple[str, int] | None:
+            rows = dict(
+                self._all(
+                    "SELECT key, value FROM meta WHERE key = ANY(%s)",
+                    ([f"{meta}_model", f"{meta}_dim"],),
+                )
+            )
+            model, dim = rows.get(f"{meta}_model"), rows.get(f"{meta}_dim")
+            if not (model and dim) or not self.has_vector_table(tier):
+                return None
+            return model, int(dim)
+
         meta = _tier(tier).meta
-        model, dim = self.get_meta(f"{meta}_model"), self.get_meta(f"{meta}_dim")
-        if not (model and dim) or not self.has_vector_table(tier):
-            return None
-        return model, int(dim)
+        return self.per_version(f"vectors_model:{tier}", compute)
 
     def vector_count(self, tier: str = INSTANT) -> int:
         """The tier's vectors: the planner's estimate where it has one (a count of a
