@@ -237,21 +237,21 @@ def main(argv: list[str] | None = None) -> int:
     url = args.url
     if url is None:
         server, url = start_server(tmp)
-    qs = load_question_set("cpp-docs")
-    queries = list(qs.queries.values())[: args.queries]
-    vault = unpack(qs.archive, qs.vault_root, tmp / "vault")
-    model = bench_model()
-    sep = "&" if "?" in url else "?"
-    settings = load_settings(
-        vault=str(vault),
-        env={},
-        overrides={
-            "embed": {"provider": "local", "model": model, "strong": "none"},
-            "index": {"url": f"{url}{sep}schema=bench_cpp", "fresh_read_seconds": 86400.0},
-        },
-    )
     report: dict[str, Any] = {"machine": machine(), "levels": {}}
     try:
+        qs = load_question_set("cpp-docs")
+        queries = list(qs.queries.values())[: args.queries]
+        vault = unpack(qs.archive, qs.root, tmp / "vault")
+        model = bench_model()
+        sep = "&" if "?" in url else "?"
+        settings = load_settings(
+            vault=str(vault),
+            env={},
+            overrides={
+                "embed": {"provider": "local", "model": model, "strong": "none"},
+                "index": {"url": f"{url}{sep}schema=bench_cpp", "fresh_read_seconds": 86400.0},
+            },
+        )
         with Brain(settings) as brain:
             started = time.perf_counter()
             brain.sync()

@@ -28,6 +28,7 @@ K1, B = 1.2, 0.75
 WEIGHTS = (2.0, 1.0, 1.0)  # title, headings, body: SQLite's FTS_WEIGHTS
 TSV_WEIGHTS = ("A", "B", "")  # their tsvector weights (D is written without a letter)
 MAX_LEXEME_BYTES = 2000  # a tsvector lexeme holds at most 2 KB
+MAX_WORD = 500  # longer "words" (base64, hashes) are counted in a row's length, not kept
 MAX_POSITION = 16383
 # Candidates the rarest forms may bring before commoner ones join (MaxScore, above).
 CANDIDATE_BUDGET = 20_000
@@ -78,6 +79,8 @@ def text_row(title: str, headings: str, body: str) -> TextRow:
         for word in words(column):
             pos += 1
             length += 1
+            if len(word) > MAX_WORD:
+                continue  # a blob, not a word: b-tree keys hold at most ~2.7 KB
             tf[word] = tf.get(word, 0.0) + weight
             if word not in seen:
                 seen.add(word)

@@ -4,15 +4,16 @@ schema and rebuilds it from the files.
 
 Text columns are COLLATE "C" (byte order, as SQLite's BINARY), so paths sort as they do
 on SQLite whatever the database's locale. Full text: each note and chunk keeps its
-analysed words (text/analysis.py, as SQLite's FTS5 gets them) three ways: `tsv`, a
-tsvector with the title weighted A and the headings B, whose GIN index finds candidates;
-`tf`, each word's count weighted as SQLite's bm25 weighs columns (title 2, headings 1,
-body 1), and `flen`, its length in words, from which BM25 is computed in SQL
-(index/postgres/fulltext.py); `note_terms` / `chunk_terms` hold each word's document
-frequency and `fts_stats` the row and word totals.
+analysed words (text/analysis.py, as SQLite's FTS5 gets them) as `tsv`, a tsvector
+with the title weighted A and the headings B (GIN), and `flen`, its length in words. BM25
+(index/postgres/fulltext.py) reads each word's count weighted as SQLite's bm25 weighs
+columns (title 2, headings 1, body 1): for notes from `note_postings` (one row per word
+and note, so a query reads only its own words' rows), for chunks, which are ranked only
+within a few notes, from their `tf` jsonb; `note_terms` / `chunk_terms` hold each word's
+document frequency and `fts_stats` the row and word totals.
 """
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE meta (
@@ -43,7 +44,6 @@ CREATE TABLE notes (
     summary_state smallint NOT NULL DEFAULT 0,
     lang         text COLLATE "C" NOT NULL DEFAULT '',
     tsv          tsvector,
-    tf           jsonb,
     flen         integer NOT NULL DEFAULT 0
 );
 CREATE INDEX notes_sort ON notes(sort_time DESC, rowid DESC);
@@ -74,6 +74,14 @@ CREATE INDEX chunks_note ON chunks(note_rowid);
 CREATE INDEX chunks_pending ON chunks(rowid) WHERE vec_state = 0;
 CREATE INDEX chunks_strong_pending ON chunks(rowid) WHERE strong_state = 0;
 CREATE INDEX chunks_tsv ON chunks USING gin(tsv);
+CREATE TABLE note_postings (             -- a note's words: BM25 reads these, not its text
+    term text COLLATE "C" NOT NULL,
+    note bigint NOT NULL,
+    w    real NOT NULL,                     -- the word's count, weighted as FTS5's bm25 does
+    flen integer NOT NULL,                  -- the note's length in words
+    PRIMARY KEY (term, note)
+);
+CREATE INDEX note_postings_note ON note_postings(note);
 CREATE TABLE note_terms (
     term text COLLATE "C" PRIMARY KEY,
     df   integer NOT NULL

@@ -537,10 +537,53 @@ class Reads:
     def search_text_notes(
         self, query: TextQuery, filters: Filters, limit: int
     ) -> list[tuple[int, float]]:
-        if not query:
+        """(note key, BM25) of the best `limit` notes, best first, from note_postings:
+        the rarest forms' notes are the candidates (MaxScore, fulltext.essential_rounds),
+        each scored with every form by primary-key lookups."""
+        if not query or limit <= 0:
             return []
+        rows, avgdl = self._stats("notes")
+        phrases = [p for p in self._phrases(query, "notes", rows) if p.terms]
+        if not phrases:
+            return []
+        terms, idfs, ids = fulltext.scoring_arrays(phrases)
         where, params = filter_sql(filters, "r")
-        return [(r, s) for r, _, s in self._bm25("notes", query, limit, where, params)]
+        if filters.active:
+            final = f"FROM scored s JOIN notes r ON r.rowid = s.note WHERE {where}"
+        else:
+            final, params = "FROM scored s", []
+        score = (
+            f"sum(idf * w * {fulltext.K1 + 1} / (w + {fulltext.K1} * "
+            f"({1 - fulltext.B} + {fulltext.B} * flen / %s::float8)))"
+        )
+        found: list[tuple[int, float]] = []
+        for essential, rest in fulltext.essential_rounds(phrases):
+            chosen = set(essential)
+            flags = [ids[i] in chosen for i in range(len(terms))]
+            if rest:
+                source = """(SELECT DISTINCT p.note FROM q JOIN note_postings p ON p.term = q.term
+                              WHERE q.essential) c CROSS JOIN q
+                             JOIN note_postings p ON p.term = q.term AND p.note = c.note"""
+            else:
+                source = "q JOIN note_postings p ON p.term = q.term"
+            sql = f"""
+                WITH q AS (
+                    SELECT * FROM unnest(%s::text[], %s::float8[], %s::int[], %s::bool[])
+                        AS q(term, idf, id, essential)
+                ), hits AS (
+                    SELECT p.note, p.flen, q.id, max(q.idf) AS idf, sum(p.w) AS w
+                    FROM {source} GROUP BY p.note, p.flen, q.id
+                ), scored AS (
+                    SELECT note, {score} AS s FROM hits GROUP BY note
+                )
+                SELECT s.note, s.s {final} ORDER BY s.s DESC, s.note LIMIT %s"""
+            found = [
+                (r[0], r[1])
+                for r in self._all(sql, (terms, idfs, ids, flags, avgdl, *params, limit))
+            ]
+            if not rest or (len(found) >= limit and found[-1][1] > rest):
+                break
+        return found
 
     def search_text_within(
         self, query: TextQuery, note_rowids: Sequence[int], limit: int
@@ -840,6 +883,20 @@ class Writes(Reads):
             (*params, kind),
         )
 
+    def _uncount_note(self, rowid: int) -> None:
+        """Take a note about to go out of the notes' word frequencies and totals."""
+        self._run(
+            """INSERT INTO note_terms(term, df)
+               SELECT term, -1 FROM note_postings WHERE note = %s ORDER BY term
+               ON CONFLICT (term) DO UPDATE SET df = note_terms.df + excluded.df""",
+            (rowid,),
+        )
+        self._run(
+            """UPDATE fts_stats SET rows = rows - 1, words = words - n.flen
+               FROM notes n WHERE n.rowid = %s AND n.tsv IS NOT NULL AND kind = 'notes'""",
+            (rowid,),
+        )
+
     def set_meta(self, key: str, value: str | None) -> None:
         if value is None:
             self._run("DELETE FROM meta WHERE key = %s", (key,))
@@ -864,7 +921,8 @@ class Writes(Reads):
 
     def _drop_note_parts(self, rowid: int) -> None:
         self._uncount_rows("chunks", "r.note_rowid = %s", (rowid,))
-        self._uncount_rows("notes", "r.rowid = %s", (rowid,))
+        self._uncount_note(rowid)
+        self._run("DELETE FROM note_postings WHERE note = %s", (rowid,))
         self._run("DELETE FROM chunks WHERE note_rowid = %s", (rowid,))  # vectors cascade
         self._run("DELETE FROM tags WHERE note_rowid = %s", (rowid,))
         self._run("DELETE FROM aliases WHERE note_rowid = %s", (rowid,))
@@ -877,7 +935,6 @@ class Writes(Reads):
         tags: Iterable[str],
         links: Sequence[LinkRow],
     ) -> int:
-        from psycopg.types.json import Jsonb
 
         row = self._one("SELECT rowid FROM notes WHERE path = %s", (note.path,))
         text = fulltext.text_row(*note.fts) if note.fts is not None else None
@@ -902,7 +959,6 @@ class Writes(Reads):
             1 if note.summary_pending else 0,
             note.lang,
             text.tsv if text else None,
-            Jsonb(text.tf) if text else None,
             text.length if text else 0,
         )
         if row is not None:
@@ -912,7 +968,7 @@ class Writes(Reads):
                 """UPDATE notes SET id=%s, claimed_id=%s, title=%s, summary=%s, lead=%s,
                    created=%s, updated=%s, sort_time=%s, folder=%s, stem_key=%s, path_key=%s,
                    aliases=%s, mtime_ns=%s, size=%s, content_hash=%s, body_hash=%s, version=%s,
-                   summary_state=%s, lang=%s, tsv=%s::tsvector, tf=%s, flen=%s,
+                   summary_state=%s, lang=%s, tsv=%s::tsvector, flen=%s,
                    llm_summary=NULL WHERE rowid=%s""",
                 (*values, rowid),
             )
@@ -920,14 +976,20 @@ class Writes(Reads):
             rowid = self._one(
                 """INSERT INTO notes(id, claimed_id, title, summary, lead, created, updated,
                    sort_time, folder, stem_key, path_key, aliases, mtime_ns, size, content_hash,
-                   body_hash, version, summary_state, lang, tsv, tf, flen, path)
+                   body_hash, version, summary_state, lang, tsv, flen, path)
                    VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,
-                           %s::tsvector,%s,%s,%s)
+                           %s::tsvector,%s,%s)
                    RETURNING rowid""",
                 (*values, note.path),
             )[0]  # type: ignore[index]
         if text is not None:
             self._count("notes", text)
+            if text.tf:
+                self._run(
+                    "INSERT INTO note_postings(term, note, w, flen) "
+                    "SELECT t, %s, w, %s FROM unnest(%s::text[], %s::real[]) AS u(t, w)",
+                    (rowid, text.length, list(text.tf), list(text.tf.values())),
+                )
         if note.summary_pending:
             cached = self._one(
                 "SELECT summary FROM summary_cache WHERE model = %s AND body_hash = %s",
@@ -1018,7 +1080,7 @@ class Writes(Reads):
 
     def clear_notes(self) -> None:
         self._run(
-            "TRUNCATE links, tags, aliases, chunks, notes, gone_notes, note_terms, "
+            "TRUNCATE links, tags, aliases, chunks, notes, gone_notes, note_postings, note_terms, "
             "chunk_terms CASCADE"
         )
         self._run("UPDATE fts_stats SET rows = 0, words = 0")
