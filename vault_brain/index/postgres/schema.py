@@ -13,7 +13,7 @@ within a few notes, from their `tf` jsonb; `note_terms` / `chunk_terms` hold eac
 document frequency and `fts_stats` the row and word totals.
 """
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE meta (
@@ -79,7 +79,7 @@ CREATE TABLE note_postings (             -- a note's words: BM25 reads these, no
     note bigint NOT NULL,
     w    real NOT NULL,                     -- the word's count, weighted as FTS5's bm25 does
     flen integer NOT NULL,                  -- the note's length in words
-    PRIMARY KEY (term, note)
+    PRIMARY KEY (term, note) INCLUDE (w, flen)  -- a query's rows from the index alone
 );
 CREATE INDEX note_postings_note ON note_postings(note);
 CREATE TABLE note_terms (
