@@ -59,28 +59,35 @@ def start_server(folder: Path) -> tuple[Any, str]:
     return server, url
 
 
+def _pss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def server_memory_mb(url: str) -> float:
-    """PSS of the server's processes (shared buffers counted once), in MB."""
-    import psutil
+    """PSS of the server's processes (shared buffers counted once), in MB (Linux)."""
     import psycopg
 
     with psycopg.connect(url) as conn:
         data = conn.execute("SHOW data_directory").fetchone()[0]
-    total = 0
-    for proc in psutil.process_iter(["name", "cmdline"]):
-        cmd = " ".join(proc.info["cmdline"] or [])
-        if proc.info["name"] == "postgres" or (data in cmd and "postgres" in cmd):
-            try:
-                total += proc.memory_full_info().pss
-            except (psutil.Error, OSError):
-                pass
-    return total / 2**20
+        pids = [r[0] for r in conn.execute("SELECT pid FROM pg_stat_activity")]
+    try:
+        pids.append(int(Path(data, "postmaster.pid").read_text().split()[0]))
+    except (OSError, ValueError, IndexError):
+        pass
+    return sum(_pss_kb(pid) for pid in set(pids)) / 1024
 
 
 def own_rss_mb() -> float:
-    import psutil
-
-    return psutil.Process().memory_info().rss / 2**20
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def time_searches(brain: Any, queries: list[str], mode: str) -> dict[str, float]:
