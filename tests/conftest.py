@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from vault_brain.service import Brain
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("VAULT_BRAIN_SHARED", REPO.parent / "shared"))
 # The index backends the seam, search and sync tests run on (index/factory.py opens each).
-BACKENDS = ("sqlite",)
+BACKENDS = ("sqlite", "postgres")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -113,10 +114,46 @@ def every_backend() -> Callable[..., str]:
     return backend
 
 
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server with pgvector for this test session (tests/pg_server.py),
+    or the test skips saying why it cannot start here (VB_REQUIRE_POSTGRES=1: fails). Its
+    folder is not under pytest's basetemp, which a concurrent pytest run may prune, and
+    keeps the server's socket path short."""
+    import shutil
+    import tempfile
+
+    from tests.pg_server import start_test_server
+
+    folder = Path(tempfile.mkdtemp(prefix="vb-pg-"))
+    try:
+        server, url = start_test_server(folder)
+    except Exception as exc:  # noqa: BLE001 - any reason is the skip's reason
+        shutil.rmtree(folder, ignore_errors=True)
+        if os.environ.get("VB_REQUIRE_POSTGRES") == "1":
+            raise
+        pytest.skip(f"no PostgreSQL server for the postgres backend: {exc}")
+    yield url
+    server.cleanup()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture
-def index_settings(backend: str, tmp_path: Path) -> Callable[[str], dict]:
+def index_settings(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Callable[[str], dict]:
     """The `[index]` settings of an index of the backend: the vault's own ("") or another
-    one by name (a fresh index beside it, to compare a rebuild with)."""
+    one by name (a fresh index beside it, to compare a rebuild with). Each Postgres test
+    gets schemas of its own on the session's server."""
+    if backend == "postgres":
+        url = request.getfixturevalue("postgres_url")
+        test = uuid.uuid4().hex[:12]
+
+        def schema(name: str = "") -> dict:
+            part = "".join(c if c.isalnum() else "_" for c in (name or "vault").lower())
+            return {"url": f"{url}&schema=t_{test}_{part}"[:300]}
+
+        return schema
 
     def make(name: str = "") -> dict:
         if backend == "sqlite":

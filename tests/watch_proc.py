@@ -31,10 +31,13 @@ class WatchProcess:
         poll: bool = False,
         debounce_ms: int = 50,
         prefix: Sequence[str] = (),
+        index_url: str | None = None,
     ) -> None:
         args = [*prefix, sys.executable, __file__, str(vault), "--debounce", str(debounce_ms)]
         if poll:
             args.append("--poll")
+        if index_url:
+            args += ["--index-url", index_url]
         # Its own process group: kill() takes the sync's worker processes down with it,
         # as a crash of the whole program would (and leaves no orphans behind).
         self.proc = subprocess.Popen(
@@ -119,10 +122,13 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("vault")
     parser.add_argument("--poll", action="store_true")
     parser.add_argument("--debounce", type=int, default=50)
+    parser.add_argument("--index-url", default=None)
     args = parser.parse_args(argv)
     for name in [k for k in os.environ if k.startswith("VAULT_BRAIN_")]:
         del os.environ[name]
     os.environ["VAULT_BRAIN_EMBED_PROVIDER"] = "none"
+    if args.index_url:
+        os.environ["VAULT_BRAIN_INDEX_URL"] = args.index_url
     sys.argv = ["vault-brain", "watch", "--vault", args.vault, "--debounce", str(args.debounce)]
     if args.poll:
         sys.argv.append("--poll")

@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import every_backend
+
 from .harness import McpClient, stdio_client_for, write_vault
 
+backend = every_backend()
 # A race loop of two servers: the slow tail.
 pytestmark = pytest.mark.slow
 
@@ -39,9 +42,18 @@ def _update_both(clients: list[McpClient], version: str, r: int) -> list[tuple[i
     return replies
 
 
-def test_two_servers_updating_one_version_have_exactly_one_winner(tmp_path: Path) -> None:
+@pytest.fixture
+def index_env(backend: str, index_settings) -> dict[str, str]:
+    """The environment that points a server process at the backend's index."""
+    url = index_settings().get("url")
+    return {"VAULT_BRAIN_INDEX_URL": url} if url else {}
+
+
+def test_two_servers_updating_one_version_have_exactly_one_winner(
+    tmp_path: Path, index_env: dict[str, str], backend: str
+) -> None:
     vault = write_vault(tmp_path / "vault")
-    clients = [stdio_client_for(vault, tmp_path) for _ in range(2)]
+    clients = [stdio_client_for(vault, tmp_path, env=index_env) for _ in range(2)]
     lost = not_one_winner = 0
     try:
         for client in clients:
@@ -65,7 +77,27 @@ def test_two_servers_updating_one_version_have_exactly_one_winner(tmp_path: Path
         for client in clients:
             client.close()
     print(
-        f"\ntwo stdio servers: {lost} updates lost, {not_one_winner} rounds without exactly "
-        f"one winner, of {ROUNDS} rounds"
+        f"\ntwo stdio servers ({backend}): {lost} updates lost, {not_one_winner} rounds "
+        f"without exactly one winner, of {ROUNDS} rounds"
     )
     assert (lost, not_one_winner) == (0, 0)
+
+
+def test_a_save_through_one_server_is_found_through_the_other_at_once(
+    tmp_path: Path, index_env: dict[str, str]
+) -> None:
+    vault = write_vault(tmp_path / "vault")
+    clients = [stdio_client_for(vault, tmp_path, env=index_env) for _ in range(2)]
+    try:
+        for client in clients:
+            client.wait_indexed()
+        for n in range(5):
+            word = f"quokka{n}zebra"
+            saved = clients[n % 2].ok(
+                "memory_save", {"title": f"Sighting {n}", "content": f"A {word} was seen."}
+            )
+            found = clients[(n + 1) % 2].ok("memory_search", {"query": word})
+            assert [h["id"] for h in found["results"]][:1] == [saved["id"]], found
+    finally:
+        for client in clients:
+            client.close()

@@ -15,7 +15,9 @@ from vault_brain.index.port import Index
 
 FILE_BACKEND = "vault_brain.index.sqlite"
 # A server URL's scheme -> the package that opens it.
-SERVER_BACKENDS: dict[str, str] = {}
+SERVER_BACKENDS: dict[str, str] = dict.fromkeys(
+    ("postgresql", "postgres"), "vault_brain.index.postgres"
+)
 
 
 def backend_of(location: str) -> str:

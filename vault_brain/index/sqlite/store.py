@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from vault_brain.errors import InvalidInput
 from vault_brain.index.links import link_keys
+from vault_brain.index.ranking import rank_text
 from vault_brain.index.records import (
     INSTANT,
     ChunkHit,
@@ -568,9 +569,9 @@ class Reads:
     def rank_text(
         self, query: TextQuery, filters: Filters, *, notes: int, note_weight: float, evidence: int
     ) -> TextRanking:
-        """The full-text question (index/port.py's TextSearch), answered with FTS5 bm25:
-        see index/sqlite/fulltext.py."""
-        return fulltext.rank_text(self, query, filters, notes, note_weight, evidence)
+        """The full-text question (index/port.py's TextSearch), answered with FTS5 bm25
+        (index/ranking.py puts notes and chunks together)."""
+        return rank_text(self, query, filters, notes, note_weight, evidence)
 
     def search_text_notes(
         self, query: TextQuery, filters: Filters, limit: int
