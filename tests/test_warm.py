@@ -23,6 +23,13 @@ pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="no unix 
 FTS = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}  # what tests/watch_proc.py runs the watcher with
 
 
+def _socket_path(vault: Path) -> Path:
+    """Where the warm socket belongs: beside the vault's index file (in the user's cache)."""
+    from vault_brain.config import load_settings
+
+    return load_settings(vault=str(vault)).index_path.parent / "search.sock"
+
+
 def _search(vault, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return run("search", "deploy the pipeline", "--vault", str(vault), *extra, env=env or FTS)
 
@@ -42,7 +49,7 @@ def watched(small_vault):  # noqa: F811 - the fixture from tests/test_cli.py
 
 def test_cli_search_is_answered_by_the_running_watcher(watched):
     vault, watcher, path, in_process = watched
-    assert path == str(vault.root / ".vault-brain" / "search.sock")
+    assert path == str(_socket_path(vault.root))
     r = _search(vault.root, "--json")
     assert r.returncode == 0, r.stderr
     watcher.wait_for("warm_search")
@@ -81,7 +88,7 @@ def test_the_socket_goes_with_the_watcher(watched):
 
 def test_a_dead_socket_is_passed_over_and_then_replaced(small_vault):  # noqa: F811
     assert run("index", "--vault", str(small_vault.root), env=FTS).returncode == 0
-    path = small_vault.root / ".vault-brain" / "search.sock"
+    path = _socket_path(small_vault.root)
     dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     dead.bind(str(path))  # what a killed watcher leaves: a socket file nobody answers on
     dead.close()
@@ -125,11 +132,14 @@ def test_a_stdio_server_answers_the_cli_too(small_vault):  # noqa: F811
         server.wait(HANG_SECONDS)
 
 
-def test_a_vault_too_deep_for_a_socket_path_is_answered_from_the_runtime_folder(
+def test_an_index_too_deep_for_a_socket_path_is_answered_from_the_runtime_folder(
     tmp_path, monkeypatch
 ):
-    deep = tmp_path / ("a-folder-with-a-long-name-" * 4) / "vault"
+    deep = tmp_path / "vault"
     deep.mkdir(parents=True)
+    # The index lives in the user's cache: a cache folder this deep leaves no room for a
+    # socket path (108 bytes) beside the index file.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ("a-folder-with-a-long-name-" * 4)))
     (deep / "Deploy.md").write_text("# Deploy to production\n\nRun the pipeline.\n")
     runtime = Path(tempfile.mkdtemp(prefix="vb-run-"))  # short: pytest's tmp_path is long
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))  # the watcher and the CLI inherit it
