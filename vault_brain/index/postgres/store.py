@@ -407,6 +407,60 @@ class Reads:
         )
         return [_info(r) for r in rows]
 
+    def related(self, rowid: int, limit: int, tiers: Sequence[str]) -> list[NoteInfo]:
+        """index/port.py's contract: link neighbours (out in link order, then back by
+        path), then other notes by their best chunk against this note's mean vector
+        (pgvector's avg over its chunks; the KNN of nearest_chunks)."""
+        if limit <= 0:
+            return []
+        linked = self._all(
+            """SELECT target_rowid FROM links WHERE note_rowid = %s
+                   AND target_rowid IS NOT NULL AND target_rowid != %s
+               GROUP BY target_rowid ORDER BY min(ordinal) LIMIT %s""",
+            (rowid, rowid, limit),
+        )
+        linking = self._all(
+            """SELECT n.rowid FROM notes n WHERE n.rowid IN
+                   (SELECT note_rowid FROM links WHERE target_rowid = %s AND note_rowid != %s)
+               ORDER BY n.path LIMIT %s""",
+            (rowid, rowid, limit),
+        )
+        picked = dict.fromkeys(r[0] for r in (*linked, *linking))
+        if len(picked) < limit:
+            for note in self._nearest_notes(rowid, limit + len(picked), tiers):
+                picked.setdefault(note)
+        order = list(picked)[:limit]
+        infos = self.notes_by_rowids(order)
+        return [infos[r] for r in order if r in infos]
+
+    def _nearest_notes(self, rowid: int, limit: int, tiers: Sequence[str]) -> list[int]:
+        import numpy as np
+
+        for tier in tiers:
+            held = self.vectors_model(tier)
+            if held is None:
+                continue
+            t = _tier(tier)
+            row = self._one(
+                f"SELECT avg(embedding), count(*) FROM {t.table} WHERE note_rowid = %s",
+                (rowid,),
+            )
+            if row is None or not row[1]:
+                continue
+            held_mean = row[0].to_numpy() if hasattr(row[0], "to_numpy") else row[0]
+            mean = np.asarray(held_mean, dtype=np.float32)  # pgvector's Vector
+            norm = float(np.linalg.norm(mean))
+            if norm == 0.0:
+                return []
+            # Its own chunks come first and a near note may fill several places: ask deep.
+            k = min(int(row[1]) + 8 * limit, 1000)
+            found = self.nearest_chunks(
+                held[0], mean / norm, Filters(), k=k, tier=tier, noise=False
+            )
+            notes = dict.fromkeys(h.note_rowid for h in found.hits if h.note_rowid != rowid)
+            return list(notes)[:limit]
+        return []
+
     # -- full text -----------------------------------------------------------------------
 
     def note_languages(self) -> dict[str, int]:
