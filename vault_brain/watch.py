@@ -44,6 +44,7 @@ from watchdog.observers.polling import PollingObserver
 from vault_brain import log
 from vault_brain.config import Settings
 from vault_brain.index.sync import SyncReport
+from vault_brain.vault import locks
 from vault_brain.vault.reading import link_refusal, trusted_roots
 from vault_brain.vault.scan import is_ignored, is_markdown
 
@@ -281,6 +282,7 @@ class Watcher:
             )
         else:
             observer = Observer()
+        locks.prepare(self._root)
         observer.schedule(self._handler, self._root, recursive=True, event_filter=WATCHED_EVENTS)
         observer.start()
         self._observer = observer

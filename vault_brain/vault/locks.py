@@ -48,6 +48,16 @@ def state_dir(root: Path) -> Path:
     return folder
 
 
+def prepare(root: Path) -> None:
+    """Make the lock folder before a watcher starts: a folder that appears under a
+    recursive watch while it is starting is registered twice by watchdog's inotify
+    (a RuntimeWarning at every stop). A vault that cannot hold it is left as it is."""
+    try:
+        (state_dir(root) / LOCKS_DIR).mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        pass
+
+
 def lock_path(root: Path, rel: str) -> Path:
     """The lock file that guards the note at vault-relative `rel`."""
     digest = hashlib.blake2b(name_key(rel).encode("utf-8", "surrogatepass"), digest_size=8)
