@@ -145,7 +145,8 @@ def index(
         # progress and a watcher started meanwhile waits for the run to end.
         with brain.index_run(), Phases(stopping=stop) as phases:
             report = _sync_phases(brain, phases, full, stop)
-            vectors = _vector_phase(brain, phases, stop, strong=False)
+            # A big pass stores the instant vectors with the notes (report.vectors).
+            vectors = report.vectors + _vector_phase(brain, phases, stop, strong=False)
             strong = _vector_phase(brain, phases, stop, strong=True)
             # What "no relation" scores in this vault, once its vectors are in (seconds).
             calibrated = [] if stop.is_set() else _calibrate_phase(brain, phases)
@@ -228,6 +229,8 @@ def _sync_phases(brain: Any, phases: Any, full: bool, stop: Any) -> Any:
 
     report = brain.sync(full=full, progress=progress, stop=stop)
     changes = f"{report.added:,} added, {report.updated:,} updated, {report.removed:,} removed"
+    if report.vectors:
+        changes += f"; {report.vectors:,} chunks' vectors made with them"
     if parse is None:
         scanned("none new or changed" + (f"; {report.removed:,} removed" if report.removed else ""))
     else:

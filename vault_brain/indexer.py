@@ -121,7 +121,7 @@ class Indexer:
         self.embed_backoff = Backoff()
         self.strong_backoff = Backoff()
         self.summary_backoff = Backoff()
-        self._syncer = Syncer(index, settings, summarize=summarizer is not None)
+        self._syncer = Syncer(index, settings, summarize=summarizer is not None, instant=embedder)
         self._summaries = None
         if summarizer is not None:
             from vault_brain.summarize.queue import SummaryQueue

@@ -44,6 +44,9 @@ class LocalEmbedder:
 
     def __init__(self, settings: EmbedSettings) -> None:
         self._source, label = _source(settings.model)
+        # What a parse worker builds the same model from (index/workers.py): a big pass
+        # makes its vectors there, beside the parsing, on every core.
+        self.worker_settings = settings
         self.name = f"local:{label}"
         # What a cosine means (search/calibration.py), measured for the bundled model on the
         # question sets: the best note of an off-topic or made-up question scores 0.2-0.77

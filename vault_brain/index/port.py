@@ -113,6 +113,10 @@ class SyncWrites(SyncReads, MetaWrites, Protocol):
         go); returns its key. Links are left unresolved until resolve_links."""
         ...
 
+    def chunk_keys(self, rowid: int) -> list[int]:
+        """The keys of the note's chunks, in their order (ordinal)."""
+        ...
+
     def delete_note(self, rowid: int) -> None:
         """The note and everything of it gone; remembered a while so that a move (a
         removal and an addition with the same bytes) keeps its old id as a redirect."""

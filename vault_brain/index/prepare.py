@@ -7,6 +7,7 @@ import hashlib
 import posixpath
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vault_brain.config import Settings
 from vault_brain.errors import VaultBrainError
@@ -17,6 +18,11 @@ from vault_brain.text.analysis import analyze, frontmatter_language, note_langua
 from vault_brain.vault.note import Note, UnreadableNote, parse_note
 from vault_brain.vault.reading import read_note_bytes
 from vault_brain.vault.scan import FileStat
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from vault_brain.embed.base import Embedder
 
 
 def _strip_title(heading_path: str, title: str) -> str:
@@ -109,6 +115,33 @@ class Prepared:
     note: Note | None = None  # without body, links and headings: the rows hold them
     rows: tuple[NoteRow, list[ChunkRow], list[LinkRow]] | None = None  # the note's text is here
     reason: str = ""
+    # The instant tier's vector of each chunk (float32 rows, in chunk order), when a parse
+    # worker made them with the indexer's own model; None: the vector queue makes them.
+    vectors: np.ndarray | None = None
+
+
+def embed_text(chunk: ChunkRow) -> str:
+    """What the embedder sees of a chunk (the vector queue reads the same from the index)."""
+    return f"{chunk.heading_path}\n\n{chunk.text}"
+
+
+def with_vectors(items: list[Prepared], embedder: Embedder) -> list[Prepared]:
+    """The items, each note's chunks with their instant vectors: one model call for all of
+    them, as the vector queue would make them (the same texts give the same vectors)."""
+    import numpy as np
+
+    texts = [embed_text(c) for p in items if p.rows is not None for c in p.rows[1]]
+    if not texts:
+        return items
+    vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+    out, at = [], 0
+    for p in items:
+        if p.rows is not None:
+            n = len(p.rows[1])
+            p = replace(p, vectors=vectors[at : at + n])
+            at += n
+        out.append(p)
+    return out
 
 
 def prepare(

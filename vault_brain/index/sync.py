@@ -20,19 +20,23 @@ from vault_brain.errors import NotFound, Unavailable
 from vault_brain.index import text
 from vault_brain.index.hashes import iso_utc
 from vault_brain.index.links import link_keys
-from vault_brain.index.port import Index, SyncWrites
-from vault_brain.index.records import StoredStat
+from vault_brain.index.port import Index, SyncWrites, Writes
+from vault_brain.index.records import INSTANT, ChunkRow, StoredStat
 from vault_brain.index.workers import ParsePool, WorkerError
 from vault_brain.vault.note import Note, derived_id
 from vault_brain.vault.scan import FileStat, is_ignored, scan_vault
 
 if TYPE_CHECKING:
+    import numpy as np
+
+    from vault_brain.embed.base import Embedder
     from vault_brain.index.prepare import Prepared
 
 PARALLEL_MIN = 400  # files to parse before worker processes pay for their start-up
 MAX_WORKERS = 4
 BATCH_NOTES = 200  # notes per transaction: each note is whole, commits stay cheap
 BATCH_SECONDS = 0.5  # ... and short, so another process's save never waits long
+VECTORS_PER_CALL = 1024  # vectors per store call: what the vector queue stores at once
 # Set while a pass of many batches has stored notes whose links it resolves only at its
 # end; a pass killed before then leaves it set, and the next sync_all resolves every link.
 LINKS_PENDING = "links_pending"
@@ -46,6 +50,7 @@ class SyncReport:
     removed: int = 0
     unchanged: int = 0
     skipped: int = 0
+    vectors: int = 0  # instant vectors stored with the notes (made by parse workers)
     ms: float = 0.0
     stopped: bool = False  # asked to stop (Ctrl-C): notes stored so far stay, the rest wait
 
@@ -77,11 +82,21 @@ class Syncer:
     re-resolves the links the batch touched before it commits; a pass of many batches
     (a first index) resolves them once, after its last batch."""
 
-    def __init__(self, index: Index, settings: Settings, *, summarize: bool = False) -> None:
+    def __init__(
+        self,
+        index: Index,
+        settings: Settings,
+        *,
+        summarize: bool = False,
+        instant: Embedder | None = None,
+    ) -> None:
         self.index = index
         self.settings = settings
         self.root = settings.vault_path
         self.summarize = summarize
+        # The instant tier's model when parse workers can build the same one (a local
+        # model: `worker_settings`): a big pass then stores each note's vectors with it.
+        self.instant = instant if getattr(instant, "worker_settings", None) else None
 
     # -- entry points ------------------------------------------------------------
 
@@ -246,13 +261,18 @@ class Syncer:
         if progress is not None and jobs:
             progress(SyncProgress("parse", 0, len(jobs)))
         prepared_all = self._prepare_all(jobs)
+        vectors = _Vectors(self.instant.name) if self.instant is not None else None
         for prepared in _batches(prepared_all):
             with self.index.transaction() as w:
                 batch = _Touched() if deferred is None else deferred
                 if deferred is not None and not done:
                     w.set_meta(LINKS_PENDING, "1")
                 for item in prepared:
-                    chunks += self._store(w, item, indexed.get(item.stat.path), report, batch)
+                    chunks += self._store(
+                        w, item, indexed.get(item.stat.path), report, batch, vectors
+                    )
+                if vectors is not None:
+                    report.vectors += vectors.store(w)
                 if deferred is None:
                     w.resolve_links(batch.keys, batch.rowids)
             done += len(prepared)
@@ -278,8 +298,9 @@ class Syncer:
         workers = min(MAX_WORKERS, os.cpu_count() or 1)
         if len(jobs) >= PARALLEL_MIN and workers >= 2:
             done = 0
+            embed = getattr(self.instant, "worker_settings", None)
             try:
-                with ParsePool((self.settings, self.summarize), workers) as pool:
+                with ParsePool((self.settings, self.summarize, embed), workers) as pool:
                     for item in pool.map(jobs):
                         done += 1
                         yield item
@@ -303,8 +324,10 @@ class Syncer:
         known: StoredStat | None,
         report: SyncReport,
         batch: _Touched,
+        vectors: _Vectors | None = None,
     ) -> int:
-        """Store one prepared file; returns how many chunks it wrote."""
+        """Store one prepared file (and the vectors a worker made for it, into `vectors`);
+        returns how many chunks it wrote."""
         stat = prepared.stat
         if prepared.kind == "unreadable":
             # A transient read error must not drop what the index already holds.
@@ -334,6 +357,8 @@ class Syncer:
             if before is not None and before != assigned:
                 w.set_note_id(stat.path, assigned)  # free `before` first
             rowid = w.upsert_note(row, chunks, note.tags, links)
+            if vectors is not None and prepared.vectors is not None:
+                vectors.add(w.chunk_keys(rowid), chunks, prepared.vectors)
             if known is None:
                 w.redirect_moved(row.id, row.content_hash)
             batch.keys |= link_keys(row.path_key, row.aliases)
@@ -394,6 +419,40 @@ class _Touched:
 
     keys: set[str] = field(default_factory=set)
     rowids: set[int] = field(default_factory=set)
+
+
+class _Vectors:
+    """The instant vectors parse workers made for one transaction's notes, stored with
+    them: the tier is switched to the model first when it holds another (as the vector
+    queue does), and only chunks still pending with that text take a vector."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.items: list[tuple[int, str, bytes]] = []
+        self._ready = False
+
+    def add(self, keys: list[int], chunks: list[ChunkRow], vectors: np.ndarray) -> None:
+        if len(keys) == len(chunks) == len(vectors):
+            self.items += [
+                (key, c.text_hash, v.tobytes())
+                for key, c, v in zip(keys, chunks, vectors, strict=True)
+            ]
+
+    def store(self, w: Writes) -> int:
+        """Store what was added; returns how many chunks took a vector."""
+        if not self.items:
+            return 0
+        if not self._ready:
+            held = w.vectors_model(INSTANT)
+            if held is None or held[0] != self.model:
+                w.reset_vectors(self.model, len(self.items[0][2]) // 4, INSTANT)
+            self._ready = True
+        stored = 0
+        for at in range(0, len(self.items), VECTORS_PER_CALL):
+            part = self.items[at : at + VECTORS_PER_CALL]
+            stored += w.store_vectors(self.model, part, INSTANT)
+        self.items = []
+        return stored
 
 
 def _batches(items: Iterator[Prepared]) -> Iterator[list[Prepared]]:

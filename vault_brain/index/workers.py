@@ -110,11 +110,12 @@ class ParsePool:
 
 
 def _serve() -> None:
-    """The worker's loop: the first message is (settings, summarize), then lists of jobs."""
+    """The worker's loop: the first message is (settings, summarize, the instant model's
+    settings or None), then lists of jobs."""
     import signal
 
     from vault_brain import log
-    from vault_brain.index.prepare import prepare
+    from vault_brain.index.prepare import prepare, with_vectors
 
     # Ctrl-C at a terminal reaches the whole process group: the indexer decides when to
     # stop (after its current batch) and closes the pipes, which ends this worker.
@@ -126,14 +127,30 @@ def _serve() -> None:
     stdout = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     try:
-        settings, summarize = _receive(stdin)
+        settings, summarize, embed = _receive(stdin)
+        embedder = _embedder(embed)
         while True:
             jobs = _receive(stdin)
-            _send(
-                stdout, [prepare(settings.vault_path, s, h, settings, summarize) for s, h in jobs]
-            )
+            done = [prepare(settings.vault_path, s, h, settings, summarize) for s, h in jobs]
+            if embedder is not None:
+                try:
+                    done = with_vectors(done, embedder)
+                except Exception:  # noqa: BLE001 - any model failure: the vector queue retries
+                    # The indexer's own vector phase makes them, and reports what failed.
+                    embedder = None
+            _send(stdout, done)
     except (EOFError, BrokenPipeError):
         return
+
+
+def _embedder(settings: Any) -> Any:
+    """The instant tier's model as the indexer has it (EmbedSettings), or None: vectors are
+    made here, beside the parsing, only when the indexer sent its model's settings."""
+    if settings is None:
+        return None
+    from vault_brain.embed.local import LocalEmbedder
+
+    return LocalEmbedder(settings)
 
 
 if __name__ == "__main__":

@@ -1104,6 +1104,12 @@ class Writes(Reads):
             )
         return rowid
 
+    def chunk_keys(self, rowid: int) -> list[int]:
+        rows = self._all(
+            "SELECT rowid FROM chunks WHERE note_rowid = %s ORDER BY ordinal", (rowid,)
+        )
+        return [r[0] for r in rows]
+
     def delete_note(self, rowid: int) -> None:
         self._drop_note_parts(rowid)
         self._run(
