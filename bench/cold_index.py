@@ -53,6 +53,9 @@ DUMPS = {
     "chunk_vectors": "SELECT rowid, embedding FROM chunk_vectors ORDER BY rowid",
     "chunks_fts terms": "SELECT * FROM temp.v_chunks ORDER BY doc, col, offset",
     "notes_fts terms": "SELECT * FROM temp.v_notes ORDER BY doc, col, offset",
+    # the vault's calibration (search/fit.py), without the time it was made
+    "calibration": "SELECT key, json_remove(value, '$.fitted_at') FROM meta "
+    "WHERE key LIKE 'calibration:%' ORDER BY key",
 }
 
 
@@ -125,6 +128,11 @@ def compare(a: Path, b: Path) -> list[str]:
         (na, ha, ra), (nb, hb, rb) = da[name], db[name]
         if ha == hb:
             continue
+        if name == "calibration" and na == nb == 1:
+            problems.append(
+                f"calibration: the bank's best cosines differ by {_worst(ra, rb):.2g} at most"
+            )
+            continue
         first = next(
             (i for i, (x, y) in enumerate(zip(ra, rb, strict=False)) if x != y), min(na, nb)
         )
@@ -134,6 +142,16 @@ def compare(a: Path, b: Path) -> list[str]:
             f"{name}: {na} vs {nb} rows; first difference at row {first}: {show_a} | {show_b}"
         )
     return problems
+
+
+def _worst(ra: list, rb: list) -> float:
+    """The largest difference between two calibrations' cosines (same languages)."""
+    import json
+
+    a, b = json.loads(ra[0][1])["tops"], json.loads(rb[0][1])["tops"]
+    if a.keys() != b.keys() or any(len(a[k]) != len(b[k]) for k in a):
+        return float("inf")
+    return max(abs(x - y) for k in a for x, y in zip(a[k], b[k], strict=True))
 
 
 def counts(db: Path) -> dict[str, int]:

@@ -129,7 +129,9 @@ def index(
     log.use_human_output()
     from vault_brain.progress import Phases
 
-    with _ctrl_c_stops() as stop, _brain(settings) as brain:
+    # Not one-shot: the calibration at the end asks hundreds of questions, which the
+    # in-memory copy of the vectors answers ~20x faster than sqlite-vec's scan (one load).
+    with _ctrl_c_stops() as stop, _brain(settings, one_shot=False) as brain:
         if brain.watched() and not full:
             # A watcher or server holds the indexer lock and keeps the index in step.
             st = brain.status()
