@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -75,19 +74,23 @@ def run_index(code: Path, vault: Path, home: Path, env_extra: dict[str, str]) ->
     env["XDG_CACHE_HOME"] = str(home / "cache")
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as an installed package runs: from bytecode
     argv = [sys.executable, "-m", "vault_brain", "index", "--vault", str(vault), "--json"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = subprocess.run(argv, env=env, cwd=code, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise RuntimeError(f"index failed ({proc.returncode}): {proc.stderr[-1500:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(argv, env=env, cwd=code, stdout=subprocess.DEVNULL, stderr=err)
+        # This child's own usage, its reaped parse workers included (wait4, not the running
+        # maximum over every child that RUSAGE_CHILDREN keeps).
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            tail = err.read().decode(errors="replace")[-1500:]
+            raise RuntimeError(f"index failed ({proc.returncode}): {tail}")
     return {
         "wall_s": round(wall, 3),
-        "cpu_s": round(cpu, 3),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
         # the largest of the processes (the indexer or one worker), as the kernel keeps it
-        "peak_rss_mb": round(after.ru_maxrss / 1024.0, 1),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024.0, 1),
         "load": os.getloadavg()[0],
     }
 
