@@ -124,6 +124,23 @@ def test_a_search_answers_from_one_question_per_arm(vault, make_brain):
 # --- which backend opens ---------------------------------------------------------------------
 
 
+def test_chunk_keys_are_a_notes_chunks_in_order(vault, make_brain):
+    sections = "".join(f"\n## Part {k}\n\n" + f"numbat {k} words " * 400 for k in range(3))
+    vault.write("Long.md", f"# Long\n{sections}")
+    vault.write("Short.md", "# Short\n\nOne chunk.\n")
+    brain = make_brain()
+    with brain.index.transaction() as w:
+        long, short = w.load_stat("Long.md"), w.load_stat("Short.md")
+        assert long is not None and short is not None
+        keys = w.chunk_keys(long.rowid)
+        pending = [p.rowid for p in w.pending_chunks(100)]  # no vectors: all pending
+        assert len(keys) >= 3 and keys == [k for k in pending if k in keys] == sorted(keys)
+        assert len(w.chunk_keys(short.rowid)) == 1 and not set(keys) & set(
+            w.chunk_keys(short.rowid)
+        )
+        assert w.chunk_keys(10**9) == []
+
+
 def test_index_url_names_the_index_file(tmp_path):
     vault = tmp_path / "vault"
     vault.mkdir()
