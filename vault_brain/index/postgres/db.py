@@ -31,6 +31,7 @@ from pgvector.psycopg import register_vector
 
 from vault_brain import log
 from vault_brain.errors import ConfigError, Unavailable
+from vault_brain.index.pool import ReaderPool
 from vault_brain.index.postgres.lock import AdvisoryLock
 from vault_brain.index.postgres.schema import SCHEMA, SCHEMA_VERSION
 from vault_brain.index.postgres.store import Reads, Writes
@@ -86,76 +87,16 @@ def lock_key(schema: str) -> int:
     return int.from_bytes(digest, "big") & 0x7FFFFFFF
 
 
-class ReaderPool:
-    """At most `size` read connections lent to any thread (index/sqlite/db.py's shape)."""
+def _idle(conn: Any) -> None:
+    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        conn.execute("ROLLBACK")
 
-    def __init__(self, opener: Callable[[], Any], size: int = READERS) -> None:
-        self._open = opener
-        self._size = max(1, size)
-        self._idle: list[Any] = []
-        self._count = 0
-        self._cond = threading.Condition()
-        self._closed = False
 
-    @contextmanager
-    def connection(self) -> Iterator[Any]:
-        conn = self._take()
-        try:
-            yield conn
-        finally:
-            self._give(conn)
-
-    def _take(self) -> Any:
-        with self._cond:
-            while True:
-                if self._closed:
-                    raise Unavailable("the index is closed")
-                while self._idle:
-                    conn = self._idle.pop()
-                    if not conn.closed:
-                        return conn
-                    self._count -= 1
-                if self._count < self._size:
-                    self._count += 1
-                    break
-                self._cond.wait()
-        try:
-            return self._open()
-        except BaseException:
-            with self._cond:
-                self._count -= 1
-                self._cond.notify()
-            raise
-
-    def _give(self, conn: Any) -> None:
-        try:
-            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                conn.execute("ROLLBACK")
-        except psycopg.Error:
-            self._discard(conn)
-            return
-        with self._cond:
-            if not self._closed and not conn.closed:
-                self._idle.append(conn)
-                self._cond.notify()
-                return
-        self._discard(conn)
-
-    def _discard(self, conn: Any) -> None:
-        try:
-            conn.close()
-        except Exception:  # noqa: BLE001 - closing is best effort
-            pass
-        with self._cond:
-            self._count -= 1
-            self._cond.notify()
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            self._discard(conn)
+def reader_pool(opener: Callable[[], Any], size: int = READERS) -> ReaderPool:
+    """Connections lent to any thread (index/pool.py); one the server closed is dropped."""
+    return ReaderPool(
+        opener, size, reset=_idle, errors=(psycopg.Error,), usable=lambda conn: not conn.closed
+    )
 
 
 class Changes:
@@ -230,7 +171,7 @@ class PostgresIndex:
         self._create()
         self._write_lock = threading.Lock()
         self._writer: Any = None
-        self._pool = ReaderPool(self._connect, readers)
+        self._pool = reader_pool(self._connect, readers)
         self._closed = False
         self._lock = AdvisoryLock(
             lambda: self._connect(register=False, keepalive=True),
