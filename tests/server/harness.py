@@ -132,13 +132,19 @@ class McpClient:
 
 
 def stdio_client_for(
-    vault: Path, tmp: Path, env: dict[str, str] | None = None, args: tuple[str, ...] = ()
+    vault: Path,
+    tmp: Path,
+    env: dict[str, str] | None = None,
+    args: tuple[str, ...] = (),
+    server: tuple[str, ...] = ("-m", "vault_brain.server"),
 ) -> McpClient:
+    """A client of a stdio server process; `server`: how Python starts it (a script that
+    runs it as on another kind of host, e.g. share_host.py)."""
     stderr_path = tmp / f"stderr-{time.monotonic_ns()}.log"
     errlog = open(stderr_path, "w", encoding="utf-8")  # noqa: SIM115 - kept for the process
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "vault_brain.server", "--stdio", "--vault", str(vault), *args],
+        args=[*server, "--stdio", "--vault", str(vault), *args],
         env={**BASE_ENV, **(env or {})},
     )
     try:

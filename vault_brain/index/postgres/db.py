@@ -32,12 +32,16 @@ from pgvector.psycopg import register_vector
 from vault_brain import log
 from vault_brain.errors import ConfigError, Unavailable
 from vault_brain.index.pool import ReaderPool
-from vault_brain.index.postgres.lock import AdvisoryLock
+from vault_brain.index.port import NOTE_LOCK_SECONDS
+from vault_brain.index.postgres.lock import AdvisoryLock, hold_note, note_key
 from vault_brain.index.postgres.schema import SCHEMA, SCHEMA_VERSION
 from vault_brain.index.postgres.store import Reads, Writes
 
 T = TypeVar("T")
 READERS = 4
+# Connections holding note locks at once: a Brain writes one note at a time, its summary
+# queue another.
+NOTE_LOCKERS = 2
 # Advisory lock classes (the first of two int4 keys; the second is the vault's key).
 SETUP_LOCK, WRITE_LOCK, ROLE_LOCK = 0x56420001, 0x56420002, 0x56420003
 CONNECT_TIMEOUT = 10
@@ -172,6 +176,9 @@ class PostgresIndex:
         self._write_lock = threading.Lock()
         self._writer: Any = None
         self._pool = reader_pool(self._connect, readers)
+        self._lockers = reader_pool(
+            lambda: self._connect(register=False, keepalive=True), NOTE_LOCKERS
+        )
         self._closed = False
         self._lock = AdvisoryLock(
             lambda: self._connect(register=False, keepalive=True),
@@ -278,6 +285,14 @@ class PostgresIndex:
     @property
     def indexer_lock(self) -> AdvisoryLock:
         return self._lock
+
+    @contextmanager
+    def note_lock(self, path: str, timeout: float = NOTE_LOCK_SECONDS) -> Iterator[None]:
+        """A session advisory lock keyed by this vault's schema and the note's name, on a
+        connection of its own: writers to one note on every host take turns."""
+        with self._lockers.connection() as conn:
+            with hold_note(conn, note_key(self.schema, path), timeout, self._location):
+                yield
 
     def _remembered(self) -> Callable[[str, Callable[[], Any]], Any] | None:
         return self._changes.remembered if self._changes is not None else None
@@ -395,6 +410,7 @@ class PostgresIndex:
         if self._changes is not None:
             self._changes.close()
         self._lock.close()
+        self._lockers.close()
         self._pool.close()
         if self._writer is not None:
             try:

@@ -21,6 +21,7 @@ from typing import Any
 from vault_brain import log
 from vault_brain.errors import IndexDamaged, Unavailable, disk_full
 from vault_brain.index.pool import ReaderPool
+from vault_brain.index.port import NOTE_LOCK_SECONDS
 from vault_brain.index.sqlite.lock import LOCK_NAME, IndexerLock
 from vault_brain.index.sqlite.schema import SCHEMA, SCHEMA_VERSION
 from vault_brain.index.sqlite.store import Reads, Writes
@@ -264,6 +265,13 @@ class SqliteIndex:
     @property
     def indexer_lock(self) -> IndexerLock:
         return self._lock
+
+    @contextmanager
+    def note_lock(self, path: str, timeout: float = NOTE_LOCK_SECONDS) -> Iterator[None]:
+        """Nothing beyond the vault's own flock, which every write takes around its check
+        and rename (vault/locks.py): every process that shares a SQLite index runs on the
+        host that holds its file."""
+        yield
 
     def matrix_of(self, tier: str) -> Any:
         """A tier's in-memory vectors (index/sqlite/matrix.py), made on first use: a process
