@@ -13,13 +13,12 @@ really have nothing but the index in common.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from .harness import McpClient, stdio_client_for, write_vault
+from .harness import McpClient, race_updates, stdio_client_for, write_vault
 
 # Many rounds of two servers: the slow tail.
 pytestmark = pytest.mark.slow
@@ -54,58 +53,16 @@ def two_hosts(tmp_path: Path, index_settings) -> Iterator[tuple[Path, list[McpCl
             client.close()
 
 
-def _update_both(clients: list[McpClient], version: str, r: int) -> list[tuple[int, object]]:
-    barrier = threading.Barrier(len(clients))
-    replies: list[tuple[int, object]] = []
-
-    def update(i: int) -> None:
-        barrier.wait()
-        reply = clients[i].call(
-            "memory_update",
-            {"id": "Inbox.md", "version": version, "content": f"Round {r} written by host {i}."},
-        )
-        replies.append((i, reply))
-
-    threads = [threading.Thread(target=update, args=(i,)) for i in range(len(clients))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    return replies
-
-
 def test_two_hosts_updating_one_version_have_exactly_one_winner_each_round(two_hosts):
     vault, clients = two_hosts
-    lost = not_one_winner = other_errors = 0
-    codes: dict[str, int] = {}
-    for r in range(ROUNDS):
-        version = clients[r % 2].ok("memory_get", {"id": "Inbox.md"})["version"]
-        replies = _update_both(clients, version, r)
-        assert len(replies) == 2, f"round {r}: {len(replies)} replies"
-        won = [i for i, reply in replies if not reply.is_error]
-        for _, reply in replies:
-            if reply.is_error:
-                code = reply.data["code"]
-                codes[code] = codes.get(code, 0) + 1
-                other_errors += code != "CONFLICT"
-        if len(won) != 1:
-            not_one_winner += 1
-            lost += max(0, len(won) - 1)
-            continue
-        text = (vault / "Inbox.md").read_text(encoding="utf-8")
-        if f"Round {r} written by host {won[0]}." not in text:
-            lost += 1
+    counts = race_updates(clients, vault, ROUNDS)
     for client in clients:
         assert "note_lock_unavailable" in client.stderr_path.read_text(), (
             "a server took a file lock: the two hosts were not lock-less"
         )
-    figures = (
-        f"two hosts, one Postgres, no shared file lock: {lost} updates lost, "
-        f"{not_one_winner} rounds without exactly one winner, {other_errors} errors other "
-        f"than CONFLICT ({codes}), of {ROUNDS} rounds"
-    )
+    figures = f"two hosts, one Postgres, no shared file lock: {counts}"
     print("\n" + figures)
-    assert (lost, not_one_winner, other_errors) == (0, 0, 0), figures
+    assert (counts.lost, counts.not_one_winner, counts.other_errors) == (0, 0, 0), figures
 
 
 def test_a_save_through_one_host_is_found_through_the_other(two_hosts):
