@@ -248,12 +248,17 @@ def test_stale_version_is_conflict_with_current_version_and_file_untouched(mcp):
     saved = save(mcp, "Written by the model.")
     read = mcp.ok("memory_get", {"id": saved["id"]})
     path = mcp.vault / saved["path"]
-    path.write_text(path.read_text(encoding="utf-8") + "\nEdited in Obsidian.\n", "utf-8")
+    # Whole at once (temp file, then rename): an in-place write is truncate-then-write, and a
+    # watcher that syncs in between (a loaded machine can pause this process there) indexes
+    # an empty file for a moment; the version check, not that instant, is under test here.
+    edit = path.with_name(".edit.tmp")
+    edit.write_text(path.read_text(encoding="utf-8") + "\nEdited in Obsidian.\n", "utf-8")
+    os.replace(edit, path)
     edited = path.read_bytes()
     reply = mcp.call(
         "memory_update", {"id": saved["id"], "version": read["version"], "append": "Model."}
     )
-    assert reply.is_error and reply.data["code"] == "CONFLICT"
+    assert reply.is_error and reply.data["code"] == "CONFLICT", reply.data
     assert reply.data["current_version"] not in ("", read["version"])
     assert path.read_bytes() == edited
 
