@@ -9,19 +9,23 @@ import json
 import pytest
 
 from tests.conftest import shared_path
+from vault_brain.embed.base import embed_queries
 from vault_brain.search.calibration import (
     FITTED_SPAN,
     HIGH,
     LARGE_NOTES,
     LOW,
     MEDIUM,
+    SMALL_MARGIN,
     SMALL_NOTES,
+    SMALL_QUANTILE,
+    bank_weight,
     confidence,
     fitted_floor,
     fitted_scale,
     vector_evidence,
 )
-from vault_brain.search.fit import Fit, load_bank, meta_key
+from vault_brain.search.fit import Fit, bank_matrix, load_bank, meta_key
 
 NOTES = {
     "Home/Network.md": "# Home network\n\nThe router is a FritzBox 7590. The 5 GHz band is "
@@ -52,6 +56,20 @@ def test_a_fit_round_trips_through_json_and_a_damaged_one_is_none():
     assert Fit.from_json(None) is None
 
 
+def test_a_fit_of_raw_cosines_from_before_is_not_used_and_the_vault_is_fitted_again(instant):
+    """Fits made before the bank adjustment hold raw cosines: read on the adjusted scale
+    they would cut wrongly, so they are set aside and measured again."""
+    brain, _ = instant
+    old = json.loads(Fit("m", 4, {"en": (0.8,)}).to_json())
+    del old["kind"]
+    assert Fit.from_json(json.dumps(old)) is None
+    old["model"] = brain.embedder.name
+    with brain.index.transaction() as w:
+        w.set_meta(meta_key("instant"), json.dumps(old))
+    assert brain.calibrate() == ["instant"]
+    assert _stored(brain, "instant") is not None
+
+
 def test_a_fit_is_redone_for_another_model_or_a_tenth_more_or_fewer_notes():
     fit = Fit("e5", 200, {"en": (0.8,)})
     assert not fit.due("e5", 200)
@@ -61,10 +79,17 @@ def test_a_fit_is_redone_for_another_model_or_a_tenth_more_or_fewer_notes():
     assert not Fit("e5", 8, {"en": (0.8,)}).due("e5", 10)  # 2 notes: too few to matter
 
 
+def test_only_a_small_vault_reads_cosines_less_their_likeness_to_the_bank():
+    assert bank_weight(4) == bank_weight(SMALL_NOTES) > 0.0
+    assert bank_weight(SMALL_NOTES) > bank_weight(45) > bank_weight(LARGE_NOTES) == 0.0
+    assert bank_weight(9746) == 0.0
+
+
 def test_a_small_vault_cuts_lower_than_a_large_one_on_the_same_bank_scores():
     tops = [0.76 + 0.002 * i for i in range(40)]
     small, middle, large = (fitted_floor(tops, n) for n in (8, 45, 5000))
-    assert small == pytest.approx(sorted(tops)[19] + 0.001, abs=0.0011)  # the median
+    at = SMALL_QUANTILE * (len(tops) - 1)
+    assert small == pytest.approx(0.76 + 0.002 * at + SMALL_MARGIN)
     assert small < middle < large
     assert fitted_floor(tops, SMALL_NOTES) == small
     assert fitted_floor(tops, LARGE_NOTES) == large
@@ -132,15 +157,27 @@ def test_a_vault_that_grew_by_a_tenth_is_calibrated_again(instant):
 
 
 def test_search_scores_vectors_against_the_fitted_floor_of_the_questions_language(instant):
+    """On a small vault a hit's cosine is read less a share of the question's cosine to the
+    nearest bank question, against the floor the bank's questions set on that same scale."""
     brain, _ = instant
     brain.calibrate()
-    floor = _stored(brain, "instant").floor("en")
-    found = brain.search(
-        "which channel is the 5 GHz band on", mode="vector", min_score=0.0, explain=True
-    )
+    fit = _stored(brain, "instant")
+    floor, weight = fit.floor("en"), bank_weight(fit.notes)
+    assert weight > 0.0
+    query = "which channel is the 5 GHz band on"
+    found = brain.search(query, mode="vector", min_score=0.0, explain=True)
     assert found.hits[0].path == "Home/Network.md"
+    vector = embed_queries(brain.embedder, [query])[0]
+    likeness = float((bank_matrix(brain.embedder, None) @ vector).max())
+    assert 0.0 < likeness < 1.0
     evidence = [
-        max(0.0, min(1.0, (h.explain["vector"]["score"] - floor) / FITTED_SPAN + LOW))
+        max(
+            0.0,
+            min(
+                1.0,
+                (h.explain["vector"]["score"] - weight * likeness - floor) / FITTED_SPAN + LOW,
+            ),
+        )
         for h in found.hits
     ]
     for i, hit in enumerate(found.hits):

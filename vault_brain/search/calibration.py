@@ -55,8 +55,13 @@ LOW, MEDIUM, HIGH = 0.15, 0.4, 0.7
 # A fitted floor (search/fit.py), chosen on the evaluation sets' dev split, worst case over
 # every set (docs/benchmarks.md, "The vault calibrates itself").
 SMALL_NOTES, LARGE_NOTES = 16, 128
-SMALL_QUANTILE, LARGE_QUANTILE, FLOOR_MARGIN = 0.5, 0.9, 0.007
+SMALL_QUANTILE, LARGE_QUANTILE = 0.6, 0.9
+SMALL_MARGIN, FLOOR_MARGIN = 0.004, 0.007
 FITTED_SPAN = 0.08  # cosine from evidence 0 to 1 around a fitted floor (LOW at the floor)
+# With a fit, on a vault of SMALL_NOTES or fewer a hit's cosine counts less this share of
+# the question's cosine to the nearest question of the bank (search/fit.py): how much the
+# question looks like an everyday one; none from LARGE_NOTES up (it helped there on no set).
+SMALL_BANK_WEIGHT = 0.3
 
 
 def idf_weights(notes: int, counts: Sequence[int]) -> list[float]:
@@ -114,10 +119,27 @@ def fitted_floor(tops: Sequence[float], notes: int) -> float:
     ordered = sorted(tops)
     if not ordered:
         return 1.0
-    span = math.log(LARGE_NOTES) - math.log(SMALL_NOTES)
-    t = min(1.0, max(0.0, (math.log(max(notes, 1)) - math.log(SMALL_NOTES)) / span))
+    t = _largeness(notes)
     q = SMALL_QUANTILE + t * (LARGE_QUANTILE - SMALL_QUANTILE)
-    return _quantile(ordered, q) + t * FLOOR_MARGIN
+    return _quantile(ordered, q) + SMALL_MARGIN + t * (FLOOR_MARGIN - SMALL_MARGIN)
+
+
+def bank_weight(notes: int) -> float:
+    """How much of a question's likeness to the bank its cosines lose in a vault of
+    `notes` notes: SMALL_BANK_WEIGHT on small vaults, none on large ones, blended."""
+    return SMALL_BANK_WEIGHT * (1.0 - _largeness(notes))
+
+
+def bank_adjusted(cosine: float, likeness: float, notes: int) -> float:
+    """A hit's cosine less bank_weight(notes) times the question's likeness to the bank:
+    the scale a fit's floor is on."""
+    return cosine - bank_weight(notes) * likeness
+
+
+def _largeness(notes: int) -> float:
+    """0 for a vault of SMALL_NOTES or fewer, 1 from LARGE_NOTES up, by the log between."""
+    span = math.log(LARGE_NOTES) - math.log(SMALL_NOTES)
+    return min(1.0, max(0.0, (math.log(max(notes, 1)) - math.log(SMALL_NOTES)) / span))
 
 
 def fitted_scale(floor: float) -> tuple[float, float]:
