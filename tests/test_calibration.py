@@ -212,3 +212,39 @@ def test_the_bank_vectors_are_computed_once_per_model_and_machine(vault, make_br
     kept.write_bytes(b"damaged")
     assert brain.calibrate(force=True) == ["instant"]  # a damaged file is embedded anew
     assert kept.read_bytes() != b"damaged"
+
+
+def test_a_question_whose_words_do_not_say_its_language_is_read_in_the_vaults_main_one(
+    vault, make_brain
+):
+    """ "recette de la blanquette de veau" reads as English on its own words; asked of a
+    French vault it is cut against the French floor, not the English one."""
+    from vault_brain.text.analysis import detect_language
+
+    query = "recette de la blanquette de veau"
+    assert detect_language(query) == "en" and detect_language(query, default="fr") == "fr"
+    model = str(shared_path("models", "minilm-static-256"))
+    for n, (title, body) in enumerate(FRENCH.items()):
+        vault.write(f"Cuisine/{n}.md", f"# {title}\n\n{body}\n")
+    brain = make_brain(embed={"provider": "local", "model": model})
+    assert brain.calibrate() == ["instant"]
+    fit = _stored(brain, "instant")
+    # Every hit passes the English floor; none reaches the French one.
+    crafted = Fit(fit.model, fit.notes, {"en": (-1.0,) * 5, "fr": (0.99,) * 5})
+    with brain.index.transaction() as w:
+        w.set_meta(meta_key("instant"), crafted.to_json())
+    assert brain.search(query, mode="vector", min_score=0.0).hits  # the vectors answer
+    found = brain.search(query, mode="vector")
+    assert found.hits == [] and found.nothing_relevant
+
+
+FRENCH = {
+    "Pot-au-feu": "Le pot-au-feu se prépare avec du bœuf, des carottes et des poireaux; "
+    "il faut le laisser mijoter pendant trois heures.",
+    "Tarte aux pommes": "Pour la tarte, il faut une pâte brisée et des pommes coupées en "
+    "lamelles, puis la cuire au four pendant quarante minutes.",
+    "Ratatouille": "Les légumes de la ratatouille sont cuits séparément avant d'être "
+    "réunis dans la cocotte avec de l'huile d'olive.",
+    "Quiche lorraine": "La quiche est faite avec des lardons, de la crème et des œufs; "
+    "elle se mange chaude ou froide.",
+}
