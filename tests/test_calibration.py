@@ -23,6 +23,7 @@ from vault_brain.search.calibration import (
     confidence,
     fitted_floor,
     fitted_scale,
+    text_evidence,
     vector_evidence,
 )
 from vault_brain.search.fit import Fit, bank_matrix, load_bank, meta_key
@@ -101,6 +102,15 @@ def test_the_floor_of_a_language_not_in_the_bank_comes_from_its_script_then_from
     assert fit.floor("nl") == pytest.approx((fit.floor("en") + fit.floor("de")) / 2)
     assert fit.floor("uk") == fit.floor("ru")  # Cyrillic
     assert fit.floor("th") == pytest.approx(fit.floor("en"))  # no Thai script: all (median)
+
+
+def test_the_word_coverage_off_topic_questions_reach_is_no_evidence_when_vectors_answer():
+    """Off-topic questions share up to 0.57 of their information with some note (measured
+    on the Obsidian sets): with calibrated vectors answering too, that is not evidence;
+    full text alone still counts it."""
+    assert text_evidence(0.57, vectors_decide=True) == 0.0
+    assert text_evidence(0.8, vectors_decide=True) >= LOW
+    assert text_evidence(0.57, vectors_decide=False) >= LOW
 
 
 def test_the_floor_gives_the_lowest_confidence_and_the_span_reaches_high():
