@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.conftest import shared_path
+from tests.conftest import every_backend, shared_path
 from vault_brain.embed.base import embed_queries
 from vault_brain.search.calibration import (
     FITTED_SPAN,
@@ -27,6 +27,9 @@ from vault_brain.search.calibration import (
     vector_evidence,
 )
 from vault_brain.search.fit import Fit, bank_matrix, load_bank, meta_key
+
+# The fit is kept in the index and read back at search time: on every backend.
+backend = every_backend()
 
 NOTES = {
     "Home/Network.md": "# Home network\n\nThe router is a FritzBox 7590. The 5 GHz band is "
