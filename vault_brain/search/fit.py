@@ -18,7 +18,8 @@ to the bank without itself and its translations.
 
 The fit keeps the bank's adjusted scores, not a threshold: search/calibration.py turns them
 into the floor of a question's language at search time. It is redone when the vault has
-grown or shrunk by a tenth, the model changed, or the fit is of an older KIND (Fit.due)."""
+grown or shrunk by a tenth or the model changed (Fit.due); a stored fit of an older KIND
+reads as none, so the model's declared scale answers until the next fit."""
 
 from __future__ import annotations
 
