@@ -15,6 +15,7 @@ run returns.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -112,12 +113,16 @@ class Importer:
         search: Callable[..., SearchResult],
         index: Callable[[list[str]], object],
         summarizer: Summarizer | None = None,
+        note_lock: Callable[[str], AbstractContextManager[object]] = lambda path: nullcontext(),
     ) -> None:
+        """`note_lock(path)`: the index's hold on one note for every process and host
+        (index/port.py's Index.note_lock), around each edit of a note that exists."""
         self.settings = settings
         self.root = settings.vault_path
         self._notes = notes
         self._search = search
         self._index = index
+        self._note_lock = note_lock
         self.summarizer = summarizer
         self.caveat = ""  # why merge matches are weaker than measured, when they are
         # (where, text) of what the user wrote: a credential is checked for where it is
@@ -219,7 +224,8 @@ class Importer:
             written.append(rel)
         for path, data in edits.items():
             try:
-                writer.replace_note_file(self.root, path, file_version(held[path].raw), data)
+                with self._note_lock(path):
+                    writer.replace_note_file(self.root, path, file_version(held[path].raw), data)
             except VaultBrainError as exc:
                 errors.append(f"{path}: {exc.message} (not changed; import again to retry)")
                 continue

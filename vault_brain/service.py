@@ -528,17 +528,18 @@ class Brain:
         self._check_writable()
         path = self._path_of(ref)
         target = self._holder_elsewhere(path, history.read_version(self.root, path, name))
-        if target is not None:
-            version = self.current_version(target)
-        new_version = history.restore(
-            self.root,
-            path,
-            name,
-            version,
-            allowed_folders=self.settings.write.allowed_folders,
-            to=target,
-        )
         written = target or path
+        with self.index.note_lock(written):
+            if target is not None:
+                version = self.current_version(target)
+            new_version = history.restore(
+                self.root,
+                path,
+                name,
+                version,
+                allowed_folders=self.settings.write.allowed_folders,
+                to=target,
+            )
         indexed = self.indexer.wrote(written)
         with self.index.read() as r:
             info = r.note_by_path(written)
@@ -747,45 +748,47 @@ class Brain:
             raise InvalidInput("title is empty")
         tag_list = clean_tags(tags)
         info = self._find(ref)
-        try:
-            raw = self._read(info.path)
-        except FileNotFoundError as exc:
-            self.indexer.wrote(info.path)
-            raise NotFound(f"{info.path} is no longer in the vault") from exc
-        new = render_update(
-            raw,
-            content=content,
-            append=append,
-            summary=summary,
-            tags=tag_list,
-            title=title.strip() if title else None,
-            now=_now(),
-            id=info.id,
-        )
-        self._check_size(new)
-        try:
-            new_version = writer.replace_note_file(
-                self.root,
-                info.path,
-                version,
-                new,
-                allowed_folders=self.settings.write.allowed_folders,
-            )
-        except Conflict as exc:
-            raise self._conflict(info, exc, version) from None
-        self._seen.wrote(info.id, new_version)
-        path = info.path
-        if title is not None and title.strip() != info.title:
-            # The file is named after the title, as a save names it; the id moves with it.
-            path = writer.rename_note_file(
-                self.root,
-                info.path,
-                title.strip(),
-                new_version,
-                allowed_folders=self.settings.write.allowed_folders,
-            )
-            if path != info.path:
+        # Read, check and write as one step for every process and host on this index.
+        with self.index.note_lock(info.path):
+            try:
+                raw = self._read(info.path)
+            except FileNotFoundError as exc:
                 self.indexer.wrote(info.path)
+                raise NotFound(f"{info.path} is no longer in the vault") from exc
+            new = render_update(
+                raw,
+                content=content,
+                append=append,
+                summary=summary,
+                tags=tag_list,
+                title=title.strip() if title else None,
+                now=_now(),
+                id=info.id,
+            )
+            self._check_size(new)
+            try:
+                new_version = writer.replace_note_file(
+                    self.root,
+                    info.path,
+                    version,
+                    new,
+                    allowed_folders=self.settings.write.allowed_folders,
+                )
+            except Conflict as exc:
+                raise self._conflict(info, exc, version) from None
+            self._seen.wrote(info.id, new_version)
+            path = info.path
+            if title is not None and title.strip() != info.title:
+                # The file is named after the title, as a save names it; the id moves with it.
+                path = writer.rename_note_file(
+                    self.root,
+                    info.path,
+                    title.strip(),
+                    new_version,
+                    allowed_folders=self.settings.write.allowed_folders,
+                )
+        if path != info.path:
+            self.indexer.wrote(info.path)
         indexed = self.indexer.wrote(path)
         log.event("update", id=info.id, path=path, indexed=indexed)
         return SaveResult(info.id, path, new_version, indexed=indexed)
@@ -797,12 +800,13 @@ class Brain:
             raise InvalidInput("version is required: get the note first")
         info = self._find(ref)
         try:
-            trashed = writer.trash_note_file(
-                self.root,
-                info.path,
-                version,
-                allowed_folders=self.settings.write.allowed_folders,
-            )
+            with self.index.note_lock(info.path):
+                trashed = writer.trash_note_file(
+                    self.root,
+                    info.path,
+                    version,
+                    allowed_folders=self.settings.write.allowed_folders,
+                )
         except Conflict as exc:
             raise self._conflict(info, exc, version) from None
         self.indexer.wrote(info.path)
@@ -838,6 +842,7 @@ class Brain:
             search=self.search,
             index=self.sync_paths,
             summarizer=self.summarizer,
+            note_lock=self.index.note_lock,
         )
         with self._writes:
             return importer.run(fmt, files, folder=folder, dry_run=dry_run, merge=merge)

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -131,14 +131,86 @@ class McpClient:
         self._stack.close()
 
 
+@dataclass
+class RaceCounts:
+    """What race_updates saw: updates lost, rounds without exactly one winner, and the
+    losers' error codes."""
+
+    rounds: int
+    lost: int = 0
+    not_one_winner: int = 0
+    codes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def other_errors(self) -> int:
+        """Refusals that were not CONFLICT (a loser must be told the note changed)."""
+        return sum(n for code, n in self.codes.items() if code != "CONFLICT")
+
+    def __str__(self) -> str:
+        return (
+            f"{self.lost} updates lost, {self.not_one_winner} rounds without exactly one "
+            f"winner, {self.other_errors} errors other than CONFLICT ({self.codes}), "
+            f"of {self.rounds} rounds"
+        )
+
+
+def race_updates(clients: list[McpClient], vault: Path, rounds: int) -> RaceCounts:
+    """Each round, one client reads Inbox.md and every client updates it at once (a
+    barrier) naming that version: exactly one must win, and its text must be the note's."""
+    counts = RaceCounts(rounds)
+    for r in range(rounds):
+        version = clients[r % len(clients)].ok("memory_get", {"id": "Inbox.md"})["version"]
+        replies = _update_all(clients, version, r)
+        assert len(replies) == len(clients), f"round {r}: {len(replies)} replies"
+        won = [i for i, reply in replies if not reply.is_error]
+        for _, reply in replies:
+            if reply.is_error:
+                code = reply.data["code"]
+                counts.codes[code] = counts.codes.get(code, 0) + 1
+        if len(won) != 1:
+            counts.not_one_winner += 1
+            counts.lost += max(0, len(won) - 1)
+            continue
+        text = (vault / "Inbox.md").read_text(encoding="utf-8")
+        if f"Round {r} written by server {won[0]}." not in text:
+            counts.lost += 1
+    return counts
+
+
+def _update_all(clients: list[McpClient], version: str, r: int) -> list[tuple[int, Reply]]:
+    barrier = threading.Barrier(len(clients))
+    replies: list[tuple[int, Reply]] = []
+
+    def update(i: int) -> None:
+        barrier.wait()
+        reply = clients[i].call(
+            "memory_update",
+            {"id": "Inbox.md", "version": version, "content": f"Round {r} written by server {i}."},
+        )
+        replies.append((i, reply))
+
+    threads = [threading.Thread(target=update, args=(i,)) for i in range(len(clients))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(HANG_SECONDS)
+    return replies
+
+
 def stdio_client_for(
-    vault: Path, tmp: Path, env: dict[str, str] | None = None, args: tuple[str, ...] = ()
+    vault: Path,
+    tmp: Path,
+    env: dict[str, str] | None = None,
+    args: tuple[str, ...] = (),
+    server: tuple[str, ...] = ("-m", "vault_brain.server"),
 ) -> McpClient:
+    """A client of a stdio server process; `server`: how Python starts it (a script that
+    runs it as on another kind of host, e.g. share_host.py)."""
     stderr_path = tmp / f"stderr-{time.monotonic_ns()}.log"
     errlog = open(stderr_path, "w", encoding="utf-8")  # noqa: SIM115 - kept for the process
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "vault_brain.server", "--stdio", "--vault", str(vault), *args],
+        args=[*server, "--stdio", "--vault", str(vault), *args],
         env={**BASE_ENV, **(env or {})},
     )
     try:

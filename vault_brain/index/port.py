@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 T = TypeVar("T")
+# How long a write waits for another writer's hold on the same note (vault/locks.py's too).
+NOTE_LOCK_SECONDS = 10.0
 
 # --- what each client asks ---------------------------------------------------------------
 
@@ -400,6 +402,21 @@ class Index(Protocol):
 
     @property
     def indexer_lock(self) -> RoleLock: ...
+
+    def note_lock(
+        self, path: str, timeout: float = NOTE_LOCK_SECONDS
+    ) -> AbstractContextManager[None]:
+        """Hold the write lock of the note at vault path `path` (any case, any Unicode
+        form of its name) inside the block, for every process that shares this index: a
+        write's check of the version its caller read and its rename are then one step for
+        all of them. Raises Unavailable (retryable) when another writer holds it for
+        `timeout` seconds; dropped when its holder dies.
+
+        The vault's own file lock (vault/locks.py) is taken inside it by every write and
+        holds for the processes of one host; a server index (Postgres: an advisory lock)
+        holds it on every host, also where the vault's folder is shared without working
+        file locks. A SQLite index, which one host alone can share, needs nothing more."""
+        ...
 
     def read(self) -> AbstractContextManager[Reads]:
         """Every read role on one consistent snapshot; never waits for a writer."""

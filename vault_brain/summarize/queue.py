@@ -124,13 +124,14 @@ class SummaryQueue:
         if self._may_write_back(pending.path):
             try:
                 new = render_update(raw, summary=summary, now=_now())
-                writer.replace_note_file(
-                    self.settings.vault_path,
-                    pending.path,
-                    pending.version,
-                    new,
-                    allowed_folders=self.settings.write.allowed_folders,
-                )
+                with self.index.note_lock(pending.path):  # one writer per note, every host
+                    writer.replace_note_file(
+                        self.settings.vault_path,
+                        pending.path,
+                        pending.version,
+                        new,
+                        allowed_folders=self.settings.write.allowed_folders,
+                    )
             except (Conflict, NotFound):
                 # Edited or gone since we read it: drop this summary; the sync re-queues.
                 log.event("summary_dropped", path=pending.path, reason="changed")

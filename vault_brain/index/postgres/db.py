@@ -31,12 +31,17 @@ from pgvector.psycopg import register_vector
 
 from vault_brain import log
 from vault_brain.errors import ConfigError, Unavailable
-from vault_brain.index.postgres.lock import AdvisoryLock
+from vault_brain.index.pool import ReaderPool
+from vault_brain.index.port import NOTE_LOCK_SECONDS
+from vault_brain.index.postgres.lock import AdvisoryLock, hold_note, note_key
 from vault_brain.index.postgres.schema import SCHEMA, SCHEMA_VERSION
 from vault_brain.index.postgres.store import Reads, Writes
 
 T = TypeVar("T")
 READERS = 4
+# Connections holding note locks at once: a Brain writes one note at a time, its summary
+# queue another.
+NOTE_LOCKERS = 2
 # Advisory lock classes (the first of two int4 keys; the second is the vault's key).
 SETUP_LOCK, WRITE_LOCK, ROLE_LOCK = 0x56420001, 0x56420002, 0x56420003
 CONNECT_TIMEOUT = 10
@@ -86,76 +91,16 @@ def lock_key(schema: str) -> int:
     return int.from_bytes(digest, "big") & 0x7FFFFFFF
 
 
-class ReaderPool:
-    """At most `size` read connections lent to any thread (index/sqlite/db.py's shape)."""
+def _idle(conn: Any) -> None:
+    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        conn.execute("ROLLBACK")
 
-    def __init__(self, opener: Callable[[], Any], size: int = READERS) -> None:
-        self._open = opener
-        self._size = max(1, size)
-        self._idle: list[Any] = []
-        self._count = 0
-        self._cond = threading.Condition()
-        self._closed = False
 
-    @contextmanager
-    def connection(self) -> Iterator[Any]:
-        conn = self._take()
-        try:
-            yield conn
-        finally:
-            self._give(conn)
-
-    def _take(self) -> Any:
-        with self._cond:
-            while True:
-                if self._closed:
-                    raise Unavailable("the index is closed")
-                while self._idle:
-                    conn = self._idle.pop()
-                    if not conn.closed:
-                        return conn
-                    self._count -= 1
-                if self._count < self._size:
-                    self._count += 1
-                    break
-                self._cond.wait()
-        try:
-            return self._open()
-        except BaseException:
-            with self._cond:
-                self._count -= 1
-                self._cond.notify()
-            raise
-
-    def _give(self, conn: Any) -> None:
-        try:
-            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                conn.execute("ROLLBACK")
-        except psycopg.Error:
-            self._discard(conn)
-            return
-        with self._cond:
-            if not self._closed and not conn.closed:
-                self._idle.append(conn)
-                self._cond.notify()
-                return
-        self._discard(conn)
-
-    def _discard(self, conn: Any) -> None:
-        try:
-            conn.close()
-        except Exception:  # noqa: BLE001 - closing is best effort
-            pass
-        with self._cond:
-            self._count -= 1
-            self._cond.notify()
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            self._discard(conn)
+def reader_pool(opener: Callable[[], Any], size: int = READERS) -> ReaderPool:
+    """Connections lent to any thread (index/pool.py); one the server closed is dropped."""
+    return ReaderPool(
+        opener, size, reset=_idle, errors=(psycopg.Error,), usable=lambda conn: not conn.closed
+    )
 
 
 class Changes:
@@ -230,7 +175,10 @@ class PostgresIndex:
         self._create()
         self._write_lock = threading.Lock()
         self._writer: Any = None
-        self._pool = ReaderPool(self._connect, readers)
+        self._pool = reader_pool(self._connect, readers)
+        self._lockers = reader_pool(
+            lambda: self._connect(register=False, keepalive=True), NOTE_LOCKERS
+        )
         self._closed = False
         self._lock = AdvisoryLock(
             lambda: self._connect(register=False, keepalive=True),
@@ -337,6 +285,14 @@ class PostgresIndex:
     @property
     def indexer_lock(self) -> AdvisoryLock:
         return self._lock
+
+    @contextmanager
+    def note_lock(self, path: str, timeout: float = NOTE_LOCK_SECONDS) -> Iterator[None]:
+        """A session advisory lock keyed by this vault's schema and the note's name, on a
+        connection of its own: writers to one note on every host take turns."""
+        with self._lockers.connection() as conn:
+            with hold_note(conn, note_key(self.schema, path), timeout, self._location):
+                yield
 
     def _remembered(self) -> Callable[[str, Callable[[], Any]], Any] | None:
         return self._changes.remembered if self._changes is not None else None
@@ -454,6 +410,7 @@ class PostgresIndex:
         if self._changes is not None:
             self._changes.close()
         self._lock.close()
+        self._lockers.close()
         self._pool.close()
         if self._writer is not None:
             try:

@@ -1,5 +1,6 @@
-"""One indexer per vault, for the Postgres backend: a session advisory lock on the server
-(index/port.py's `RoleLock`).
+"""The Postgres backend's locks on the server: one indexer per vault (a session advisory
+lock, index/port.py's `RoleLock`) and one writer per note (`hold_note`, the port's
+`Index.note_lock`).
 
 Held on a connection of its own for as long as this process indexes. The server drops it
 the moment that connection ends: a process that exits or is killed closes it at once; a
@@ -9,9 +10,11 @@ on both ends), so a waiting server on another host takes the role over within se
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -19,6 +22,7 @@ import psycopg
 from vault_brain import log
 from vault_brain.errors import Unavailable
 from vault_brain.index.records import Holder
+from vault_brain.vault.paths import name_key
 
 APP_PREFIX = "vault-brain indexer:"  # application_name of the holding connection: +role:pid
 
@@ -128,3 +132,39 @@ class AdvisoryLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+# --- one writer per note ---------------------------------------------------------------
+
+
+def note_key(schema: str, path: str) -> int:
+    """The advisory lock key of a note: 64 bits of a hash of the vault's schema and the
+    note's name as a case- and normalisation-insensitive disk sees it (vault/paths.py's
+    name_key, as the vault's own lock files are keyed), so two spellings of one name share
+    it. One-key locks never meet the two-key ones of the vault (setup, writes, the role)."""
+    named = f"{schema}/{name_key(path)}".encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(named, digest_size=8).digest(), "big", signed=True)
+
+
+@contextmanager
+def hold_note(conn: Any, key: int, timeout: float, where: str) -> Iterator[None]:
+    """A session advisory lock on `key` held on `conn` (a connection of its own, with TCP
+    keepalives) inside the block. The server drops it when the connection ends: a writer
+    killed mid-write frees the note at once, one on a vanished host within seconds."""
+    try:
+        conn.execute(
+            "SELECT set_config('lock_timeout', %s, false)", (f"{max(1, round(timeout * 1000))}ms",)
+        )
+        conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+    except psycopg.errors.LockNotAvailable as exc:
+        raise Unavailable("another write to this note is in progress; try again") from exc
+    except psycopg.Error as exc:
+        conn.close()  # whatever state it is in, it holds nothing now
+        raise Unavailable(f"cannot take the note's lock on {where}: {exc}") from exc
+    try:
+        yield
+    finally:
+        try:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        except psycopg.Error:
+            conn.close()  # the lock went with the connection

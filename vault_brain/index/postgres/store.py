@@ -9,15 +9,12 @@ with an HNSW index (exact scans where a vault is small or a filter narrows it).
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from vault_brain.errors import InvalidInput
 from vault_brain.index.links import link_keys
 from vault_brain.index.postgres import fulltext
 from vault_brain.index.postgres.fulltext import Phrase
@@ -39,6 +36,20 @@ from vault_brain.index.records import (
     TextRanking,
     VectorHits,
 )
+from vault_brain.index.shared import (
+    NOTE_COLUMNS,
+    Tier,
+    decode_cursor,
+    encode_cursor,
+    key_resolver,
+    like_prefix,
+    make_tiers,
+    note_info,
+    notes_near_mean,
+    related_notes,
+    tier_named,
+    with_parents,
+)
 from vault_brain.index.text import languages_of
 
 if TYPE_CHECKING:
@@ -47,18 +58,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Tier:
-    name: str
-    table: str  # its vector table
-    state: str  # the chunks column: 0 pending, 1 embedded
-    meta: str  # prefix of its meta keys (<meta>_model, <meta>_dim)
-
-
-TIERS = {
-    "instant": Tier("instant", "vectors_instant", "vec_state", "embed"),
-    "strong": Tier("strong", "vectors_strong", "strong_state", "strong"),
-}
+TIERS = make_tiers("vectors_instant", "vectors_strong")
 BATCH_RESOLVE = 50
 # Up to this many vectors a KNN is an exact scan (the same hits as SQLite's); above, HNSW.
 EXACT_VECTORS = 20_000
@@ -66,15 +66,6 @@ EXACT_VECTORS = 20_000
 NOISE_SAMPLE = 20_000
 MAD_TO_SIGMA = 1.4826
 NOW_SQL = "extract(epoch from clock_timestamp())"
-
-NOTE_COLUMNS = (
-    "n.rowid, n.id, n.path, n.title, n.summary, n.llm_summary, n.lead, n.created, n.updated, "
-    "n.sort_time, n.aliases, n.version, n.folder"
-)
-
-
-def _like_prefix(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def filter_sql(filters: Filters, alias: str = "n") -> tuple[str, list[object]]:
@@ -84,14 +75,14 @@ def filter_sql(filters: Filters, alias: str = "n") -> tuple[str, list[object]]:
     if filters.folder:
         folder = filters.folder.strip("/")
         parts.append(f"(lower({alias}.folder) = lower(%s) OR {alias}.folder ILIKE %s)")
-        params += [folder, _like_prefix(folder) + "/%"]
+        params += [folder, like_prefix(folder) + "/%"]
     for tag in filters.tags:
         tag = tag.lower().lstrip("#")
         parts.append(
             f"EXISTS (SELECT 1 FROM tags t WHERE t.note_rowid = {alias}.rowid "
             f"AND (t.tag = %s OR t.tag LIKE %s))"
         )
-        params += [tag, _like_prefix(tag) + "/%"]
+        params += [tag, like_prefix(tag) + "/%"]
     if filters.since:
         parts.append(f"{alias}.sort_time >= %s")
         params.append(filters.since)
@@ -101,46 +92,8 @@ def filter_sql(filters: Filters, alias: str = "n") -> tuple[str, list[object]]:
     return (" AND ".join(parts) or "true"), params
 
 
-def _info(row: Sequence) -> NoteInfo:
-    summary = row[4] or row[5] or row[6] or ""
-    return NoteInfo(
-        rowid=row[0],
-        id=row[1],
-        path=row[2],
-        title=row[3],
-        summary=summary,
-        created=row[7],
-        updated=row[8] or row[9],
-        sort_time=row[9],
-        aliases=tuple(json.loads(row[10] or "[]")),
-        version=row[11],
-        folder=row[12],
-    )
-
-
 def _tier(name: str) -> Tier:
-    try:
-        return TIERS[name]
-    except KeyError:
-        raise ValueError(f"no embedding tier {name!r} (one of {', '.join(TIERS)})") from None
-
-
-def _encode_cursor(sort_time: str, rowid: int) -> str:
-    raw = json.dumps([sort_time, rowid]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> tuple[str, int]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        sort_time, rowid = json.loads(raw)
-        if not isinstance(sort_time, str) or not isinstance(rowid, int):
-            raise TypeError
-        if not -(2**63) <= rowid < 2**63:
-            raise ValueError
-        return sort_time, rowid
-    except (ValueError, TypeError) as exc:
-        raise InvalidInput("cursor is not one this server gave out") from exc
+    return tier_named(TIERS, name)
 
 
 class Reads:
@@ -216,7 +169,7 @@ class Reads:
     def _first_note(self, where: str, params: Sequence[object], order: str = "") -> NoteInfo | None:
         order_by = f" ORDER BY {order}" if order else ""
         row = self._one(f"SELECT {NOTE_COLUMNS} FROM notes n {where}{order_by} LIMIT 1", params)
-        return _info(row) if row else None
+        return note_info(row) if row else None
 
     def note_by_id(self, note_id: str) -> NoteInfo | None:
         return self._first_note("WHERE n.id = %s", (note_id,))
@@ -245,7 +198,7 @@ class Reads:
             "ORDER BY length(n.path), n.path LIMIT %s",
             (*params, limit),
         )
-        return [_info(r[1:]) for r in rows]
+        return [note_info(r[1:]) for r in rows]
 
     def redirect(self, old_id: str) -> str | None:
         row = self._one("SELECT new_id FROM id_redirects WHERE old_id = %s", (old_id,))
@@ -257,17 +210,14 @@ class Reads:
         return [(r[0], r[1]) for r in rows]
 
     def folders(self) -> list[str]:
-        out: set[str] = set()
-        for (folder,) in self._all("SELECT DISTINCT folder FROM notes WHERE folder != ''"):
-            parts = folder.split("/")
-            out |= {"/".join(parts[: i + 1]) for i in range(len(parts))}
-        return sorted(out)
+        rows = self._all("SELECT DISTINCT folder FROM notes WHERE folder != ''")
+        return with_parents(r[0] for r in rows)
 
     def folder_exists(self, folder: str) -> bool:
         folder = folder.strip("/")
         row = self._one(
             "SELECT 1 FROM notes WHERE lower(folder) = lower(%s) OR folder ILIKE %s LIMIT 1",
-            (folder, _like_prefix(folder) + "/%"),
+            (folder, like_prefix(folder) + "/%"),
         )
         return row is not None
 
@@ -277,7 +227,7 @@ class Reads:
         rows = self._all(
             f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.rowid = ANY(%s)", (list(rowids),)
         )
-        return {r[0]: _info(r) for r in rows}
+        return {r[0]: note_info(r) for r in rows}
 
     def note_with_body(self, body_hash: str) -> NoteInfo | None:
         return self._first_note("WHERE n.body_hash = %s", (body_hash,), "n.path")
@@ -287,7 +237,7 @@ class Reads:
     ) -> tuple[list[NoteInfo], str | None]:
         where, params = filter_sql(filters)
         if after is not None:
-            sort_time, rowid = _decode_cursor(after)
+            sort_time, rowid = decode_cursor(after)
             where += " AND (n.sort_time, n.rowid) < (%s, %s)"
             params += [sort_time, rowid]
         rows = self._all(
@@ -295,9 +245,9 @@ class Reads:
             f"ORDER BY n.sort_time DESC, n.rowid DESC LIMIT %s",
             (*params, limit + 1),
         )
-        notes = [_info(r) for r in rows[:limit]]
+        notes = [note_info(r) for r in rows[:limit]]
         more = len(rows) > limit and notes
-        return notes, _encode_cursor(notes[-1].sort_time, notes[-1].rowid) if more else None
+        return notes, encode_cursor(notes[-1].sort_time, notes[-1].rowid) if more else None
 
     def note_count(self) -> int:
         return self._one("SELECT count(*) FROM notes")[0]  # type: ignore[index]
@@ -340,7 +290,7 @@ class Reads:
                 "SELECT rowid FROM notes WHERE stem_key = %s "
                 "AND (path_key = %s OR path_key LIKE %s) "
                 "ORDER BY length(path), path LIMIT 1",
-                (key.rsplit("/", 1)[-1], key, "%/" + _like_prefix(key)),
+                (key.rsplit("/", 1)[-1], key, "%/" + like_prefix(key)),
             )
         else:
             row = self._one(
@@ -356,35 +306,13 @@ class Reads:
         return row[0] if row else None
 
     def key_resolver(self) -> Callable[[str], int | None]:
-        by_stem: dict[str, tuple[int, str, int]] = {}
-        by_tail: dict[str, tuple[int, str, int]] = {}
-        for rowid, path, stem_key, path_key in self._all(
-            "SELECT rowid, path, stem_key, path_key FROM notes"
-        ):
-            rank = (len(path), path, rowid)
-            if stem_key not in by_stem or rank < by_stem[stem_key]:
-                by_stem[stem_key] = rank
-            parts = path_key.split("/")
-            for start in range(len(parts) - 1):
-                tail = "/".join(parts[start:])
-                if tail not in by_tail or rank < by_tail[tail]:
-                    by_tail[tail] = rank
-        by_alias: dict[str, tuple[str, int]] = {}
-        for alias_key, path, rowid in self._all(
-            "SELECT a.alias_key, n.path, n.rowid FROM aliases a "
-            "JOIN notes n ON n.rowid = a.note_rowid"
-        ):
-            if alias_key not in by_alias or (path, rowid) < by_alias[alias_key]:
-                by_alias[alias_key] = (path, rowid)
-
-        def resolve(key: str) -> int | None:
-            found = (by_tail if "/" in key else by_stem).get(key)
-            if found is not None:
-                return found[2]
-            alias = by_alias.get(key)
-            return alias[1] if alias else None
-
-        return resolve
+        return key_resolver(
+            self._all("SELECT rowid, path, stem_key, path_key FROM notes"),
+            self._all(
+                "SELECT a.alias_key, n.path, n.rowid FROM aliases a "
+                "JOIN notes n ON n.rowid = a.note_rowid"
+            ),
+        )
 
     def links_of(self, rowid: int) -> list[LinkInfo]:
         rows = self._all(
@@ -405,35 +333,33 @@ class Reads:
             "ORDER BY n.path",
             (rowid, rowid),
         )
-        return [_info(r) for r in rows]
+        return [note_info(r) for r in rows]
 
     def related(self, rowid: int, limit: int, tiers: Sequence[str]) -> list[NoteInfo]:
-        """index/port.py's contract: link neighbours (out in link order, then back by
-        path), then other notes by their best chunk against this note's mean vector
-        (pgvector's avg over its chunks; the KNN of nearest_chunks)."""
-        if limit <= 0:
-            return []
-        linked = self._all(
+        """index/port.py's contract, in index/shared.py's order: link neighbours, then
+        other notes by their best chunk against this note's mean vector (pgvector's avg
+        over its chunks; the KNN of nearest_chunks)."""
+        return related_notes(self, rowid, limit, tiers)
+
+    def linked_notes(self, rowid: int, limit: int) -> list[int]:
+        rows = self._all(
             """SELECT target_rowid FROM links WHERE note_rowid = %s
                    AND target_rowid IS NOT NULL AND target_rowid != %s
                GROUP BY target_rowid ORDER BY min(ordinal) LIMIT %s""",
             (rowid, rowid, limit),
         )
-        linking = self._all(
+        return [r[0] for r in rows]
+
+    def linking_notes(self, rowid: int, limit: int) -> list[int]:
+        rows = self._all(
             """SELECT n.rowid FROM notes n WHERE n.rowid IN
                    (SELECT note_rowid FROM links WHERE target_rowid = %s AND note_rowid != %s)
                ORDER BY n.path LIMIT %s""",
             (rowid, rowid, limit),
         )
-        picked = dict.fromkeys(r[0] for r in (*linked, *linking))
-        if len(picked) < limit:
-            for note in self._nearest_notes(rowid, limit + len(picked), tiers):
-                picked.setdefault(note)
-        order = list(picked)[:limit]
-        infos = self.notes_by_rowids(order)
-        return [infos[r] for r in order if r in infos]
+        return [r[0] for r in rows]
 
-    def _nearest_notes(self, rowid: int, limit: int, tiers: Sequence[str]) -> list[int]:
+    def nearest_notes(self, rowid: int, limit: int, tiers: Sequence[str]) -> list[int]:
         import numpy as np
 
         for tier in tiers:
@@ -449,16 +375,7 @@ class Reads:
                 continue
             held_mean = row[0].to_numpy() if hasattr(row[0], "to_numpy") else row[0]
             mean = np.asarray(held_mean, dtype=np.float32)  # pgvector's Vector
-            norm = float(np.linalg.norm(mean))
-            if norm == 0.0:
-                return []
-            # Its own chunks come first and a near note may fill several places: ask deep.
-            k = min(int(row[1]) + 8 * limit, 1000)
-            found = self.nearest_chunks(
-                held[0], mean / norm, Filters(), k=k, tier=tier, noise=False
-            )
-            notes = dict.fromkeys(h.note_rowid for h in found.hits if h.note_rowid != rowid)
-            return list(notes)[:limit]
+            return notes_near_mean(self, rowid, mean, int(row[1]), held[0], tier, limit)
         return []
 
     # -- full text -----------------------------------------------------------------------

@@ -20,6 +20,8 @@ from typing import Any
 
 from vault_brain import log
 from vault_brain.errors import IndexDamaged, Unavailable, disk_full
+from vault_brain.index.pool import ReaderPool
+from vault_brain.index.port import NOTE_LOCK_SECONDS
 from vault_brain.index.sqlite.lock import LOCK_NAME, IndexerLock
 from vault_brain.index.sqlite.schema import SCHEMA, SCHEMA_VERSION
 from vault_brain.index.sqlite.store import Reads, Writes
@@ -221,88 +223,15 @@ AUTOCHECKPOINT_PAGES = 1000
 FAR_CHECKPOINT_PAGES = 4000
 
 
-class ReaderPool:
-    """A bounded set of read connections lent to whichever thread asks (datasette's shape).
+def _end_read(conn: Connection) -> None:
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
 
-    Threads come and go (anyio retires idle workers after ~10 s), so connections are never
-    tied to a thread: a reader borrows one, gives it back, and at most `size` ever exist.
-    Borrowing never waits for the writer (WAL readers do not block on it)."""
 
-    def __init__(self, opener: Callable[[], Connection], size: int = READERS) -> None:
-        self._open = opener
-        self._size = max(1, size)
-        self._idle: list[Connection] = []
-        self._memos: dict[int, dict] = {}  # per live connection: Reads.per_version's values
-        self._count = 0
-        self._cond = threading.Condition()
-        self._closed = False
-
-    @property
-    def opened(self) -> int:
-        """Connections that exist right now (idle or lent out)."""
-        return self._count
-
-    def memo(self, conn: Connection) -> dict:
-        """The values remembered on this connection (dropped with it)."""
-        return self._memos.setdefault(id(conn), {})
-
-    @contextmanager
-    def connection(self) -> Iterator[Connection]:
-        conn = self._take()
-        try:
-            yield conn
-        finally:
-            self._give(conn)
-
-    def _take(self) -> Connection:
-        with self._cond:
-            while True:
-                if self._closed:
-                    raise Unavailable("the index is closed")
-                if self._idle:
-                    return self._idle.pop()
-                if self._count < self._size:
-                    self._count += 1
-                    break
-                self._cond.wait()
-        try:
-            return self._open()  # outside the lock: opening loads an extension
-        except BaseException:
-            with self._cond:
-                self._count -= 1
-                self._cond.notify()
-            raise
-
-    def _give(self, conn: Connection) -> None:
-        try:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-        except binding_errors():
-            self._discard(conn)
-            return
-        with self._cond:
-            if not self._closed:
-                self._idle.append(conn)
-                self._cond.notify()
-                return
-        self._discard(conn)
-
-    def _discard(self, conn: Connection) -> None:
-        self._memos.pop(id(conn), None)
-        try:
-            conn.close()
-        except Exception:  # noqa: BLE001 - closing is best effort
-            pass
-        with self._cond:
-            self._count -= 1
-            self._cond.notify()
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            self._discard(conn)
+def reader_pool(opener: Callable[[], Connection], size: int = READERS) -> ReaderPool:
+    """Read connections (index/pool.py); borrowing never waits for the writer (WAL readers
+    do not block on it)."""
+    return ReaderPool(opener, size, reset=_end_read, errors=binding_errors())
 
 
 class SqliteIndex:
@@ -319,7 +248,7 @@ class SqliteIndex:
         self._write_lock = threading.Lock()
         self._wal_overgrown = False  # a write failed on a full disk: see transaction()
         self._matrices: dict[str, Any] = {}
-        self._pool = ReaderPool(lambda: connect(self.path), readers)
+        self._pool = reader_pool(lambda: connect(self.path), readers)
         self._closed = False
         # One indexer per vault: an flock beside the index file (index/sqlite/lock.py).
         self._lock = IndexerLock(self.path.parent / LOCK_NAME)
@@ -336,6 +265,13 @@ class SqliteIndex:
     @property
     def indexer_lock(self) -> IndexerLock:
         return self._lock
+
+    @contextmanager
+    def note_lock(self, path: str, timeout: float = NOTE_LOCK_SECONDS) -> Iterator[None]:
+        """Nothing beyond the vault's own flock, which every write takes around its check
+        and rename (vault/locks.py): every process that shares a SQLite index runs on the
+        host that holds its file."""
+        yield
 
     def matrix_of(self, tier: str) -> Any:
         """A tier's in-memory vectors (index/sqlite/matrix.py), made on first use: a process

@@ -7,14 +7,11 @@ SQL and never see a connection: they call these methods with records (index/reco
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from vault_brain.errors import InvalidInput
 from vault_brain.index.links import link_keys
 from vault_brain.index.ranking import rank_text
 from vault_brain.index.records import (
@@ -34,6 +31,20 @@ from vault_brain.index.records import (
     TextRanking,
     VectorHits,
 )
+from vault_brain.index.shared import (
+    NOTE_COLUMNS,
+    Tier,
+    decode_cursor,
+    encode_cursor,
+    key_resolver,
+    like_prefix,
+    make_tiers,
+    note_info,
+    notes_near_mean,
+    related_notes,
+    tier_named,
+    with_parents,
+)
 from vault_brain.index.sqlite import fulltext
 from vault_brain.index.text import languages_of
 
@@ -46,35 +57,12 @@ T = TypeVar("T")
 VECTOR_TABLE = "chunk_vectors"  # the instant tier's table (kept for tests and tools)
 
 
-@dataclass(frozen=True)
-class Tier:
-    """Where one embedding tier keeps its vectors: two models are never in one table, and
-    a vector is only ever compared with vectors of its own tier (and model)."""
-
-    name: str  # "instant" | "strong" (index/records.py's TIERS)
-    table: str  # the vec0 table
-    state: str  # the chunks column: 0 pending, 1 embedded
-    meta: str  # prefix of its meta keys (<meta>_model, <meta>_dim, <meta>_epoch)
-
-
-TIERS = {
-    "instant": Tier("instant", VECTOR_TABLE, "vec_state", "embed"),
-    "strong": Tier("strong", "chunk_vectors_strong", "strong_state", "strong"),
-}
+TIERS = make_tiers(VECTOR_TABLE, "chunk_vectors_strong")
 NOW_SQL = "((julianday('now') - 2440587.5) * 86400.0)"  # Unix time, in any SQLite
 # Column weights for bm25(): title, heading path, body.
 FTS_WEIGHTS = (2.0, 1.0, 1.0)
 # Above this many link keys to resolve at once, resolve_links reads every note once.
 BATCH_RESOLVE = 50
-
-NOTE_COLUMNS = (
-    "n.rowid, n.id, n.path, n.title, n.summary, n.llm_summary, n.lead, n.created, n.updated, "
-    "n.sort_time, n.aliases, n.version, n.folder"
-)
-
-
-def _like_prefix(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def filter_sql(filters: Filters, alias: str = "n") -> tuple[str, list[object]]:
@@ -84,14 +72,14 @@ def filter_sql(filters: Filters, alias: str = "n") -> tuple[str, list[object]]:
     if filters.folder:
         folder = filters.folder.strip("/")
         parts.append(f"({alias}.folder = ? COLLATE NOCASE OR {alias}.folder LIKE ? ESCAPE '\\')")
-        params += [folder, _like_prefix(folder) + "/%"]
+        params += [folder, like_prefix(folder) + "/%"]
     for tag in filters.tags:
         tag = tag.lower().lstrip("#")
         parts.append(
             f"EXISTS (SELECT 1 FROM tags t WHERE t.note_rowid = {alias}.rowid "
             f"AND (t.tag = ? OR t.tag LIKE ? ESCAPE '\\'))"
         )
-        params += [tag, _like_prefix(tag) + "/%"]
+        params += [tag, like_prefix(tag) + "/%"]
     if filters.since:
         parts.append(f"{alias}.sort_time >= ?")
         params.append(filters.since)
@@ -106,46 +94,8 @@ def match_expression(query: TextQuery) -> str:
     return fulltext.match_groups(query.groups) or '""'
 
 
-def _info(row: Sequence) -> NoteInfo:
-    summary = row[4] or row[5] or row[6] or ""
-    return NoteInfo(
-        rowid=row[0],
-        id=row[1],
-        path=row[2],
-        title=row[3],
-        summary=summary,
-        created=row[7],
-        updated=row[8] or row[9],
-        sort_time=row[9],
-        aliases=tuple(json.loads(row[10] or "[]")),
-        version=row[11],
-        folder=row[12],
-    )
-
-
 def _tier(name: str) -> Tier:
-    try:
-        return TIERS[name]
-    except KeyError:
-        raise ValueError(f"no embedding tier {name!r} (one of {', '.join(TIERS)})") from None
-
-
-def _encode_cursor(sort_time: str, rowid: int) -> str:
-    raw = json.dumps([sort_time, rowid]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> tuple[str, int]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        sort_time, rowid = json.loads(raw)
-        if not isinstance(sort_time, str) or not isinstance(rowid, int):
-            raise TypeError
-        if not -(2**63) <= rowid < 2**63:
-            raise ValueError
-        return sort_time, rowid
-    except (ValueError, TypeError) as exc:
-        raise InvalidInput("cursor is not one this server gave out") from exc
+    return tier_named(TIERS, name)
 
 
 class Reads:
@@ -233,7 +183,7 @@ class Reads:
     def _first_note(self, where: str, params: Sequence[object], order: str = "") -> NoteInfo | None:
         order_by = f" ORDER BY {order}" if order else ""
         row = self._one(f"SELECT {NOTE_COLUMNS} FROM notes n {where}{order_by} LIMIT 1", params)
-        return _info(row) if row else None
+        return note_info(row) if row else None
 
     def note_by_id(self, note_id: str) -> NoteInfo | None:
         return self._first_note("WHERE n.id = ?", (note_id,))
@@ -265,7 +215,7 @@ class Reads:
             "ORDER BY length(n.path), n.path LIMIT ?",
             (*params, limit),
         )
-        return [_info(r) for r in rows]
+        return [note_info(r) for r in rows]
 
     def redirect(self, old_id: str) -> str | None:
         """The id a moved note has now, if `old_id` was its id before the move."""
@@ -280,18 +230,15 @@ class Reads:
 
     def folders(self) -> list[str]:
         """Every folder that holds notes, with its parents."""
-        out: set[str] = set()
-        for (folder,) in self._all("SELECT DISTINCT folder FROM notes WHERE folder != ''"):
-            parts = folder.split("/")
-            out |= {"/".join(parts[: i + 1]) for i in range(len(parts))}
-        return sorted(out)
+        rows = self._all("SELECT DISTINCT folder FROM notes WHERE folder != ''")
+        return with_parents(r[0] for r in rows)
 
     def folder_exists(self, folder: str) -> bool:
         folder = folder.strip("/")
         row = self._one(
             "SELECT 1 FROM notes WHERE folder = ? COLLATE NOCASE "
             "OR folder LIKE ? ESCAPE '\\' LIMIT 1",
-            (folder, _like_prefix(folder) + "/%"),
+            (folder, like_prefix(folder) + "/%"),
         )
         return row is not None
 
@@ -300,7 +247,7 @@ class Reads:
             return {}
         marks = ",".join("?" * len(rowids))
         rows = self._all(f"SELECT {NOTE_COLUMNS} FROM notes n WHERE n.rowid IN ({marks})", rowids)
-        return {r[0]: _info(r) for r in rows}
+        return {r[0]: note_info(r) for r in rows}
 
     def note_with_body(self, body_hash: str) -> NoteInfo | None:
         return self._first_note("WHERE n.body_hash = ?", (body_hash,), "n.path")
@@ -312,7 +259,7 @@ class Reads:
         base64 JSON) stays right while notes come."""
         where, params = filter_sql(filters)
         if after is not None:
-            sort_time, rowid = _decode_cursor(after)
+            sort_time, rowid = decode_cursor(after)
             where += " AND (n.sort_time < ? OR (n.sort_time = ? AND n.rowid < ?))"
             params += [sort_time, sort_time, rowid]
         rows = self._all(
@@ -320,9 +267,9 @@ class Reads:
             f"ORDER BY n.sort_time DESC, n.rowid DESC LIMIT ?",
             (*params, limit + 1),
         )
-        notes = [_info(r) for r in rows[:limit]]
+        notes = [note_info(r) for r in rows[:limit]]
         more = len(rows) > limit and notes
-        return notes, _encode_cursor(notes[-1].sort_time, notes[-1].rowid) if more else None
+        return notes, encode_cursor(notes[-1].sort_time, notes[-1].rowid) if more else None
 
     def note_count(self) -> int:
         return self._one("SELECT count(*) FROM notes")[0]  # type: ignore[index]
@@ -368,7 +315,7 @@ class Reads:
                 "SELECT rowid FROM notes WHERE stem_key = ? "
                 "AND (path_key = ? OR path_key LIKE ? ESCAPE '\\') "
                 "ORDER BY length(path), path LIMIT 1",
-                (key.rsplit("/", 1)[-1], key, "%/" + _like_prefix(key)),
+                (key.rsplit("/", 1)[-1], key, "%/" + like_prefix(key)),
             )
         else:
             row = self._one(
@@ -385,35 +332,13 @@ class Reads:
 
     def key_resolver(self) -> Callable[[str], int | None]:
         """resolve_key's rule over every note at once: the same answers (tested), one read."""
-        by_stem: dict[str, tuple[int, str, int]] = {}
-        by_tail: dict[str, tuple[int, str, int]] = {}  # "folder/note" suffixes and full paths
-        for rowid, path, stem_key, path_key in self._all(
-            "SELECT rowid, path, stem_key, path_key FROM notes"
-        ):
-            rank = (len(path), path, rowid)
-            if stem_key not in by_stem or rank < by_stem[stem_key]:
-                by_stem[stem_key] = rank
-            parts = path_key.split("/")
-            for start in range(len(parts) - 1):
-                tail = "/".join(parts[start:])
-                if tail not in by_tail or rank < by_tail[tail]:
-                    by_tail[tail] = rank
-        by_alias: dict[str, tuple[str, int]] = {}
-        for alias_key, path, rowid in self._all(
-            "SELECT a.alias_key, n.path, n.rowid FROM aliases a "
-            "JOIN notes n ON n.rowid = a.note_rowid"
-        ):
-            if alias_key not in by_alias or (path, rowid) < by_alias[alias_key]:
-                by_alias[alias_key] = (path, rowid)
-
-        def resolve(key: str) -> int | None:
-            found = (by_tail if "/" in key else by_stem).get(key)
-            if found is not None:
-                return found[2]
-            alias = by_alias.get(key)
-            return alias[1] if alias else None
-
-        return resolve
+        return key_resolver(
+            self._all("SELECT rowid, path, stem_key, path_key FROM notes"),
+            self._all(
+                "SELECT a.alias_key, n.path, n.rowid FROM aliases a "
+                "JOIN notes n ON n.rowid = a.note_rowid"
+            ),
+        )
 
     def links_of(self, rowid: int) -> list[LinkInfo]:
         """A note's outgoing links in order, each with the note it resolves to."""
@@ -437,34 +362,32 @@ class Reads:
             "ORDER BY n.path",
             (rowid, rowid),
         )
-        return [_info(r) for r in rows]
+        return [note_info(r) for r in rows]
 
     def related(self, rowid: int, limit: int, tiers: Sequence[str]) -> list[NoteInfo]:
-        """index/port.py's contract: link neighbours (out in link order, then back by
-        path), then the notes nearest to the mean of this note's chunk vectors."""
-        if limit <= 0:
-            return []
-        linked = self._all(
+        """index/port.py's contract, in index/shared.py's order: link neighbours, then the
+        notes nearest to the mean of this note's chunk vectors."""
+        return related_notes(self, rowid, limit, tiers)
+
+    def linked_notes(self, rowid: int, limit: int) -> list[int]:
+        rows = self._all(
             """SELECT target_rowid FROM links WHERE note_rowid = ?1
                    AND target_rowid IS NOT NULL AND target_rowid != ?1
                GROUP BY target_rowid ORDER BY min(ordinal) LIMIT ?2""",
             (rowid, limit),
         )
-        linking = self._all(
+        return [r[0] for r in rows]
+
+    def linking_notes(self, rowid: int, limit: int) -> list[int]:
+        rows = self._all(
             """SELECT n.rowid FROM notes n WHERE n.rowid IN
                    (SELECT note_rowid FROM links WHERE target_rowid = ?1 AND note_rowid != ?1)
                ORDER BY n.path LIMIT ?2""",
             (rowid, limit),
         )
-        picked = dict.fromkeys(r[0] for r in (*linked, *linking))
-        if len(picked) < limit:
-            for note in self._nearest_notes(rowid, limit + len(picked), tiers):
-                picked.setdefault(note)
-        order = list(picked)[:limit]
-        infos = self.notes_by_rowids(order)
-        return [infos[r] for r in order if r in infos]
+        return [r[0] for r in rows]
 
-    def _nearest_notes(self, rowid: int, limit: int, tiers: Sequence[str]) -> list[int]:
+    def nearest_notes(self, rowid: int, limit: int, tiers: Sequence[str]) -> list[int]:
         """Other notes by the cosine of their mean vector to this note's (the in-memory
         matrix, 1 ms on cpp-docs), in the first tier that holds vectors of it. A one-shot
         process (the CLI) holds no matrix: sqlite-vec's KNN ranks other notes by their best
@@ -491,15 +414,7 @@ class Reads:
                 continue
             own = np.frombuffer(b"".join(r[0] for r in rows), dtype=np.float32)
             mean = own.reshape(len(rows), -1).mean(axis=0)
-            norm = float(np.linalg.norm(mean))
-            if norm == 0.0:
-                return []
-            # Its own chunks come first and a near note may fill several places: ask deep.
-            k = min(len(rows) + 8 * limit, 1000)
-            unit = mean / norm
-            found = self.nearest_chunks(held[0], unit, Filters(), k=k, tier=tier, noise=False)
-            notes = dict.fromkeys(h.note_rowid for h in found.hits if h.note_rowid != rowid)
-            return list(notes)[:limit]
+            return notes_near_mean(self, rowid, mean, len(rows), held[0], tier, limit)
         return []
 
     # -- full text -----------------------------------------------------------------------
