@@ -136,6 +136,7 @@ class Brain:
             self.indexer.embed_backoff,
             strong=self.strong,
             strong_backoff=self.indexer.strong_backoff,
+            cache=ModelCache.under(settings.embed.cache_dir),
         )
         self.pipeline = SearchPipeline(
             self.index, settings.search, [FullTextArm(settings.text), self._vector_arm]

@@ -164,6 +164,11 @@ class VectorSearch(Meta, Protocol):
     """The vector arm's one question, which tier can answer it, and (Meta) the vault's
     fitted calibration."""
 
+    def vault_languages(self) -> tuple[tuple[str, ...], str | None]:
+        """As TextSearch's: the main language is the calibration's guess for a question
+        whose own words do not say which language it is in."""
+        ...
+
     def vectors_model(self, tier: str = "instant") -> tuple[str, int] | None:
         """(model, dimension) of the vectors the tier holds, or None."""
         ...

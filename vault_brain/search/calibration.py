@@ -8,7 +8,9 @@ evidence mapped onto [0, 1] against what "no relation" looks like, so a cut-off 
   every rare word of the question scores near 1; one holding only common words scores
   near 0, however many notes match them.
   Questions a vault cannot answer still share a few words with it (measured: coverage up
-  to 0.57), and real answers often hold fewer: words alone cannot tell them apart. So
+  to 0.57; TEXT_FLOOR 0.6 rather than 0.5 caught 2 more of 40 plain off-topic questions
+  on Obsidian fr + ja and emptied no answer on any set), and real answers often hold
+  fewer: words alone cannot tell them apart. So
   when a vector arm with a measured scale answered too, coverage below TEXT_FLOOR is not
   evidence (the vectors decide); when full text is alone, only TEXT_FLOOR_ALONE is, so
   real answers stay (nonsense matches no word at all and still returns nothing).
@@ -44,7 +46,7 @@ from collections.abc import Sequence, Set
 # Full text: how much a note's text score within the query shades its coverage (0: none),
 # and the coverage at which evidence starts and the span over which it reaches 1.
 RANK_SHADE = 0.5
-TEXT_FLOOR = 0.5
+TEXT_FLOOR = 0.6
 TEXT_FLOOR_ALONE = 0.05
 # Vectors of a model with no scale: evidence rises from 0 at VECTOR_START spreads above
 # the median of the query's cosines to 1 at VECTOR_SPAN spreads beyond that.
@@ -55,8 +57,13 @@ LOW, MEDIUM, HIGH = 0.15, 0.4, 0.7
 # A fitted floor (search/fit.py), chosen on the evaluation sets' dev split, worst case over
 # every set (docs/benchmarks.md, "The vault calibrates itself").
 SMALL_NOTES, LARGE_NOTES = 16, 128
-SMALL_QUANTILE, LARGE_QUANTILE, FLOOR_MARGIN = 0.5, 0.9, 0.007
+SMALL_QUANTILE, LARGE_QUANTILE = 0.6, 0.9
+SMALL_MARGIN, FLOOR_MARGIN = 0.004, 0.007
 FITTED_SPAN = 0.08  # cosine from evidence 0 to 1 around a fitted floor (LOW at the floor)
+# With a fit, on a vault of SMALL_NOTES or fewer a hit's cosine counts less this share of
+# the question's cosine to the nearest question of the bank (search/fit.py): how much the
+# question looks like an everyday one; none from LARGE_NOTES up (it helped there on no set).
+SMALL_BANK_WEIGHT = 0.3
 
 
 def idf_weights(notes: int, counts: Sequence[int]) -> list[float]:
@@ -114,10 +121,27 @@ def fitted_floor(tops: Sequence[float], notes: int) -> float:
     ordered = sorted(tops)
     if not ordered:
         return 1.0
-    span = math.log(LARGE_NOTES) - math.log(SMALL_NOTES)
-    t = min(1.0, max(0.0, (math.log(max(notes, 1)) - math.log(SMALL_NOTES)) / span))
+    t = _largeness(notes)
     q = SMALL_QUANTILE + t * (LARGE_QUANTILE - SMALL_QUANTILE)
-    return _quantile(ordered, q) + t * FLOOR_MARGIN
+    return _quantile(ordered, q) + SMALL_MARGIN + t * (FLOOR_MARGIN - SMALL_MARGIN)
+
+
+def bank_weight(notes: int) -> float:
+    """How much of a question's likeness to the bank its cosines lose in a vault of
+    `notes` notes: SMALL_BANK_WEIGHT on small vaults, none on large ones, blended."""
+    return SMALL_BANK_WEIGHT * (1.0 - _largeness(notes))
+
+
+def bank_adjusted(cosine: float, likeness: float, notes: int) -> float:
+    """A hit's cosine less bank_weight(notes) times the question's likeness to the bank:
+    the scale a fit's floor is on."""
+    return cosine - bank_weight(notes) * likeness
+
+
+def _largeness(notes: int) -> float:
+    """0 for a vault of SMALL_NOTES or fewer, 1 from LARGE_NOTES up, by the log between."""
+    span = math.log(LARGE_NOTES) - math.log(SMALL_NOTES)
+    return min(1.0, max(0.0, (math.log(max(notes, 1)) - math.log(SMALL_NOTES)) / span))
 
 
 def fitted_scale(floor: float) -> tuple[float, float]:
