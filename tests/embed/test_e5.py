@@ -465,17 +465,7 @@ def test_a_cache_folder_that_cannot_be_written_costs_only_time(tmp_path):
 # --- threads and failures ---------------------------------------------------------------------
 
 
-def test_two_threads_embedding_at_once_get_the_vectors_one_thread_gets(monkeypatch):
-    import onnxruntime
-
-    sessions = []
-    real = onnxruntime.InferenceSession
-
-    def counting(*args, **kwargs):
-        sessions.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(onnxruntime, "InferenceSession", counting)
+def test_two_threads_embedding_at_once_get_the_vectors_one_thread_gets(capfd):
     embedder = E5Embedder()  # not loaded: both threads race for the first load
     inputs = [PASSAGES * 3, list(QUESTIONS.values()) * 3]
     results: list[np.ndarray | None] = [None, None]
@@ -490,7 +480,9 @@ def test_two_threads_embedding_at_once_get_the_vectors_one_thread_gets(monkeypat
         t.start()
     for t in threads:
         t.join()
-    assert len(sessions) == 1  # loaded once
+    # Loaded once: one `embed_model_loaded` line. (Not one onnxruntime session: where the
+    # int8 kernel is inexact, as on AVX2 without VNNI, one load opens a session per kernel.)
+    assert capfd.readouterr().err.count('"embed_model_loaded"') == 1
     for i in range(2):
         assert np.allclose(results[i], embedder.embed(inputs[i]), atol=1e-6)
 
