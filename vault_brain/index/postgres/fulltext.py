@@ -33,6 +33,24 @@ MAX_POSITION = 16383
 # Candidates the rarest forms may bring before commoner ones join (MaxScore, above).
 CANDIDATE_BUDGET = 20_000
 PREFIX_TERMS = 200  # words a prefix form ("中*") stands for, the most frequent first
+# Impact-ordered postings: a query reads at most this many notes of each of its words, those
+# where the word weighs most (its BM25 part at a frozen mean length, `impact_sql`), and
+# scores the best of them exactly. Exact for every word held by at most this many notes;
+# a commoner word (low idf) adds only to the notes where it weighs most.
+POSTINGS_PER_TERM = 1000
+MIN_PREFIX_POSTINGS = 50  # each word of a prefix form reads at least this many
+RESCORE_FACTOR, RESCORE_MIN = 2, 200  # notes scored exactly: limit x factor, at least min
+AVGLEN_META = "note_avglen"  # the mean note length the stored impacts were computed at
+AVGLEN_DRIFT = 0.25  # maintain() recomputes the impacts when the mean moved by more
+
+
+def impact_sql(w: str, length: str, avglen: str) -> str:
+    """SQL for a word's BM25 part in a row (its count w, the row's length) at mean length
+    `avglen`: what idf multiplies."""
+    return (
+        f"({w})::float8 * {K1 + 1} / (({w})::float8 + {K1} * ({1 - B} + {B} * ({length}) "
+        f"/ ({avglen})::float8))"
+    )
 
 
 def _latin(ch: str) -> bool:
