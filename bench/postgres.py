@@ -361,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--per-term", default="", help="postings per word to compare, e.g. 500,1000"
     )
+    parser.add_argument("--schema", default="bench_cpp", help="the index's schema on the server")
     parser.add_argument("--json-out", default=None)
     args = parser.parse_args(argv)
 
@@ -378,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     url = args.url
     if url is None:
         server, url = start_server(tmp, keep)
-    schema = "bench_cpp"
+    schema = args.schema
     report: dict[str, Any] = {"machine": machine(), "levels": {}}
     try:
         qs = load_question_set("cpp-docs")

@@ -47,9 +47,9 @@ AVGLEN_DRIFT = 0.25  # maintain() recomputes the impacts when the mean moved by 
 def impact_sql(w: str, length: str, avglen: str) -> str:
     """SQL for a word's BM25 part in a row (its count w, the row's length) at mean length
     `avglen`: what idf multiplies."""
-    return (
-        f"({w})::float8 * {K1 + 1} / (({w})::float8 + {K1} * ({1 - B} + {B} * ({length}) "
-        f"/ ({avglen})::float8))"
+    return (  # float8 throughout: a bare 0.75 is numeric, and numeric arithmetic is slow
+        f"({w})::float8 * {K1 + 1}::float8 / (({w})::float8 + {K1}::float8 * ({1 - B}::float8 "
+        f"+ {B}::float8 * ({length})::float8 / ({avglen})::float8))"
     )
 
 

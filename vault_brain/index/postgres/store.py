@@ -554,13 +554,7 @@ class Reads:
         source = kind
         rounds = fulltext.essential_rounds(phrases)
         if within is not None:
-            # The chunks of a few notes: read those first, then match (a common word's GIN
-            # list may hold most of the vault), every phrase in one round.
-            keys = ",".join(str(int(k)) for k in within)
-            source = (
-                f"(SELECT * FROM {kind} WHERE note_rowid = ANY('{{{keys}}}'::bigint[]) OFFSET 0)"
-            )
-            rounds = [(list(range(len(phrases))), 0.0)]
+            return self._chunks_within(terms, idfs, ids, within, limit, avgdl)
         found: list[tuple[int, int, float]] = []
         for essential, rest in rounds:
             tsq = fulltext.tsquery(phrases[i].form for i in essential)
@@ -586,6 +580,34 @@ class Reads:
             if not rest or (len(found) >= limit and found[-1][2] > rest):
                 break
         return found
+
+    def _chunks_within(
+        self,
+        terms: list[str],
+        idfs: list[float],
+        ids: list[int],
+        within: Sequence[int],
+        limit: int,
+        avgdl: float,
+    ) -> list[tuple[int, int, float]]:
+        """BM25 of the chunks of a few notes (a search's best): read by note, each chunk's
+        word counts unpacked once (`|| '{}'` in a fence: otherwise every word looked up
+        in them unpacks them again, half this query's time); no GIN, whose list for a
+        common word may hold most of the vault."""
+        sql = f"""
+            WITH q AS (
+                SELECT * FROM unnest(%s::text[], %s::float8[], %s::int[]) AS q(term, idf, id)
+            ), hits AS (
+                SELECT c.rowid, c.note_rowid AS note, c.flen, q.id, max(q.idf) AS idf,
+                       sum((t.tf ->> q.term)::float8) AS w
+                FROM chunks c CROSS JOIN LATERAL (SELECT c.tf || '{{}}'::jsonb AS tf OFFSET 0) t
+                JOIN q ON t.tf ? q.term
+                WHERE c.note_rowid = ANY(%s) GROUP BY c.rowid, c.note_rowid, c.flen, q.id
+            )
+            SELECT rowid, note, sum(idf * {fulltext.impact_sql("w", "flen", "%s")}) AS s
+            FROM hits GROUP BY rowid, note ORDER BY s DESC, rowid LIMIT %s"""
+        rows = self._all(sql, (terms, idfs, ids, list(within), avgdl, limit))
+        return [(r[0], r[1], r[2]) for r in rows]
 
     def stale_impacts(self) -> float | None:
         """The notes' mean length now, if the postings' impacts were computed at one that
@@ -627,22 +649,25 @@ class Reads:
     ) -> list[tuple[int, float]]:
         """Impact-ordered postings: each query word's `per_term` notes where it weighs most
         (fulltext.POSTINGS_PER_TERM; a prefix form's words share it), ranked by what they
-        add up to, then the best of them scored with every word (exact BM25, as
-        `_exact_ranked`). The same ranking as the exact one whenever no word is held by
-        more notes than it reads."""
+        add up to; then the best of them scored with every word (exact BM25, as
+        `_exact_ranked`): a form whose notes were all read adds what was read, one that
+        was cut short is looked up by key. The same ranking as the exact one whenever no
+        word is held by more notes than it reads."""
         k = per_term or fulltext.POSTINGS_PER_TERM
         terms, idfs, ids = fulltext.scoring_arrays(phrases)
         share = Counter(ids)
         ks = [k if share[i] == 1 else max(fulltext.MIN_PREFIX_POSTINGS, k // share[i]) for i in ids]
-        exact = all(p.df <= ks[ids.index(i)] for i, p in enumerate(phrases))
+        whole = [phrases[i].df <= ks[j] for j, i in enumerate(ids)]  # every holder read
         score = f"sum(idf * {fulltext.impact_sql('w', 'flen', '%s')})"
-        pool = limit if exact else max(limit * fulltext.RESCORE_FACTOR, fulltext.RESCORE_MIN)
+        cut = not all(whole)
+        pool = max(limit * fulltext.RESCORE_FACTOR, fulltext.RESCORE_MIN) if cut else limit
         top = f"""
             WITH q AS (
-                SELECT * FROM unnest(%s::text[], %s::float8[], %s::int[], %s::int[])
-                    AS q(term, idf, id, k)
+                SELECT * FROM unnest(%s::text[], %s::float8[], %s::int[], %s::int[], %s::bool[])
+                    AS q(term, idf, id, k, whole)
             ), top AS (
-                SELECT t.note, t.flen, q.id, max(q.idf) AS idf, sum(t.w) AS w
+                SELECT t.note, t.flen, q.id, max(q.idf) AS idf, sum(t.w) AS w, bool_and(q.whole)
+                    AS whole
                 FROM q CROSS JOIN LATERAL (
                     SELECT p.note, p.w, p.flen FROM note_postings p
                     WHERE p.term = q.term ORDER BY p.imp DESC LIMIT q.k
@@ -650,15 +675,20 @@ class Reads:
             ), pool AS (
                 SELECT note, {score} AS s FROM top GROUP BY note ORDER BY s DESC, note LIMIT %s
             )"""
-        params: list[object] = [terms, idfs, ids, ks, avgdl, pool]
-        if exact:
+        params: list[object] = [terms, idfs, ids, ks, whole, avgdl, pool]
+        if not cut:
             sql = f"{top} SELECT note, s FROM pool ORDER BY s DESC, note"
         else:
             sql = f"""{top}, hits AS (
-                    SELECT p.note, p.flen, q.id, max(q.idf) AS idf, sum(p.w) AS w
-                    FROM pool c CROSS JOIN q
-                    JOIN note_postings p ON p.note = c.note AND p.term = q.term
-                    GROUP BY p.note, p.flen, q.id
+                    SELECT t.note, t.flen, t.id, t.idf, t.w FROM top t
+                    WHERE t.whole AND t.note IN (SELECT note FROM pool)
+                    UNION ALL
+                    SELECT p.note, p.flen, q.id, max(q.idf), sum(p.w)
+                    FROM pool c CROSS JOIN (SELECT * FROM q WHERE NOT q.whole) q
+                    CROSS JOIN LATERAL (
+                        SELECT p.note, p.w, p.flen FROM note_postings p
+                        WHERE p.note = c.note AND p.term = q.term OFFSET 0
+                    ) p GROUP BY p.note, p.flen, q.id
                 )
                 SELECT note, {score} AS s FROM hits GROUP BY note ORDER BY s DESC, note LIMIT %s"""
             params += [avgdl, limit]
