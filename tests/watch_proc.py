@@ -103,8 +103,19 @@ class WatchProcess:
         self.proc.wait(HANG_SECONDS)
 
     def terminate(self, timeout: float = HANG_SECONDS) -> int:
+        """SIGTERM, then its exit status. A watcher that does not exit in time is made to
+        print every thread's stack (faulthandler, SIGUSR1) and the failure carries them."""
         self.proc.terminate()
-        return self.proc.wait(timeout)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.kill(self.proc.pid, signal.SIGUSR1)
+            self._reader.join(5)  # the dump is written at once; give the reader a moment
+            with self._cond:
+                stacks = "\n".join(self.other[-80:])
+            raise AssertionError(
+                f"the watcher did not exit on SIGTERM; its threads:\n{stacks}"
+            ) from None
 
     def close(self) -> None:
         self.kill()
@@ -124,6 +135,9 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--debounce", type=int, default=50)
     parser.add_argument("--index-url", default=None)
     args = parser.parse_args(argv)
+    import faulthandler
+
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # WatchProcess.terminate's probe
     for name in [k for k in os.environ if k.startswith("VAULT_BRAIN_")]:
         del os.environ[name]
     os.environ["VAULT_BRAIN_EMBED_PROVIDER"] = "none"

@@ -777,9 +777,12 @@ def _run_until_signal(start_watching: Any) -> None:
 
     stop = threading.Event()
     previous: dict[int, Any] = {}
+    received: list[int] = []
 
     def on_signal(signum: int, _frame: object) -> None:
-        log.event("watch_signal", signal=signal.Signals(signum).name)
+        # No logging here: the handler runs on the main thread wherever it was, perhaps
+        # inside a log write (a lock). The line is written once the wait below returns.
+        received.append(signum)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         stop.set()
@@ -790,6 +793,7 @@ def _run_until_signal(start_watching: Any) -> None:
     stop_watching = start_watching()
     try:
         stop.wait()
+        log.event("watch_signal", signal=signal.Signals(received[0]).name)
     finally:
         stop_watching()
         for sig, handler in previous.items():

@@ -8,7 +8,8 @@ import threading
 import time
 from typing import Any
 
-_lock = threading.Lock()
+# Re-entrant: a signal handler runs on the thread it interrupts, maybe inside _write.
+_lock = threading.RLock()
 _quiet = False
 _human = False
 # Warnings a person at a terminal should see; background noise (an endpoint that is down)
