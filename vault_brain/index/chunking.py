@@ -21,13 +21,14 @@ import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Protocol
 
 from vault_brain.errors import InvalidInput
 from vault_brain.log import event, warn
 from vault_brain.vault.blocks import Heading, scan
+
+if TYPE_CHECKING:
+    import numpy as np  # imported where chunks are cut: a search that cuts none skips it
 
 _CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
 
@@ -61,6 +62,8 @@ class _TiktokenEncoder:
         self._to_numpy = hasattr(encoding, "encode_to_numpy")
 
     def encode(self, text: str) -> np.ndarray:
+        import numpy as np
+
         if self._to_numpy:
             # Special-token text is plain text here (same as encode_ordinary), no list copy.
             return self._enc.encode_to_numpy(text, disallowed_special=())
@@ -68,6 +71,8 @@ class _TiktokenEncoder:
 
     def byte_lengths(self, ids: np.ndarray) -> np.ndarray:
         if self._lengths is None:
+            import numpy as np
+
             lengths = np.zeros(self._enc.max_token_value + 1, dtype=np.int64)
             for token in range(len(lengths)):
                 try:
@@ -97,6 +102,8 @@ class RegexEncoder:
     )
 
     def encode(self, text: str) -> np.ndarray:
+        import numpy as np
+
         pieces = self._PIECE.findall(text)
         return np.fromiter((len(p.encode("utf-8")) for p in pieces), np.int64, len(pieces))
 
@@ -321,6 +328,8 @@ def chunk_note(
 
     if n <= max_tokens:
         return [Chunk(0, _common_path(paths), body.strip(), n)]
+
+    import numpy as np
 
     data = body.encode("utf-8")
     offsets = np.zeros(n + 1, dtype=np.int64)

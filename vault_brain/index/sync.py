@@ -212,19 +212,23 @@ class Syncer:
         stop: threading.Event | None = None,
     ) -> SyncReport:
         report = SyncReport()
-        gone = [
-            p
-            for p in indexed
-            if p not in on_disk
-            and not any(p == d or p.startswith(d.rstrip("/") + "/") for d in unreadable_dirs)
-        ]
-        candidates = [
-            f
-            for p, f in on_disk.items()
-            if full
-            or p not in indexed
-            or (indexed[p].mtime_ns, indexed[p].size) != (f.mtime_ns, f.size)
-        ]
+        gone = [p for p in indexed if p not in on_disk]
+        if unreadable_dirs:
+            gone = [
+                p
+                for p in gone
+                if not any(p == d or p.startswith(d.rstrip("/") + "/") for d in unreadable_dirs)
+            ]
+        if full:
+            candidates = list(on_disk.values())
+        else:  # one lookup per file, no tuples: this runs for every file of every pass
+            candidates = [
+                f
+                for p, f in on_disk.items()
+                if (held := indexed.get(p)) is None
+                or held.mtime_ns != f.mtime_ns
+                or held.size != f.size
+            ]
         report.unchanged = len(on_disk) - len(candidates)
         jobs = [
             (stat, None if full or stat.path not in indexed else indexed[stat.path].content_hash)

@@ -14,13 +14,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import NamedTuple
 
 from vault_brain.errors import NotFound, Unavailable
 from vault_brain.vault.reading import link_refusal, trusted_roots
 
 
-@dataclass(frozen=True)
-class FileStat:
+class FileStat(NamedTuple):
+    """One Markdown file as the stat pass sees it. A NamedTuple, not a frozen dataclass: a
+    pass makes one per file (9,746 on cpp-docs), and a frozen dataclass costs 3.4 µs to
+    make against 0.3 µs (a third of a one-shot search's stat pass)."""
+
     path: str  # vault-relative POSIX
     mtime_ns: int
     size: int
@@ -155,7 +159,27 @@ def scan_vault(
                 ) from exc
             result.unreadable_dirs.append(rel)
             continue
+        prefix = f"{rel}/" if rel else ""
         for entry in entries:
+            name = entry.name
+            # The common case inline (a vault is mostly plain Markdown files): a regular file
+            # (d_type: no system call), a .md name, no globs to match. The rest, and any
+            # doubt (a name that is not UTF-8, a stat that fails), goes to _visit.
+            if (
+                not ignore
+                and name[-3:].lower() == ".md"
+                and name[0] != "."
+                and entry.is_file(follow_symlinks=False)
+                and name.isascii()
+            ):
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    pass  # _visit says what went wrong
+                else:
+                    if st.st_size <= max_file_bytes:
+                        result.files.append(FileStat(prefix + name, st.st_mtime_ns, st.st_size))
+                        continue
             _visit(
                 entry, rel, base, ignore, max_file_bytes, result, folders, linked, visited, guard
             )
