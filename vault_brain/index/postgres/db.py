@@ -368,7 +368,13 @@ class PostgresIndex:
 
     def maintain(self) -> None:
         """Fresh planner statistics after big changes (a first index): ANALYZE the tables
-        that changed by a fifth since their last one; autovacuum does the rest."""
+        that changed by a fifth since their last one; autovacuum does the rest. First the
+        postings' impacts, if the notes' mean length moved (index/postgres/fulltext.py)."""
+        with self.read() as r:
+            stale = r.stale_impacts() is not None
+        if stale:
+            with self.transaction() as w:
+                w.refresh_impacts()
         try:
             with self._pool.connection() as conn:
                 stale = conn.execute(

@@ -7,12 +7,18 @@ as SQLite's FTS5 gets them; `words()` does what FTS5's unicode61 tokenizer then 
 
 BM25 as FTS5's bm25() has it (k1 1.2, b 0.75; a phrase per form of each query word;
 idf log((N - n + 0.5) / (n + 0.5)), at least 1e-6; a word's count weighted title 2,
-headings 1, body 1; a row's length its words in all columns). Candidates: a note holds
-one of the query's forms. On a large vault a common word would make that most notes, so
-the rarest forms are asked first (MaxScore): a note that holds none of them scores at
-most the sum of the others' bounds (idf · (k1 + 1)); once the `limit`-th best score so
-far beats that sum, no note outside the candidates can enter the top `limit`, and the
-answer is the exact BM25 ranking. Otherwise more forms join, up to all of them.
+headings 1, body 1; a row's length its words in all columns).
+
+Whole notes, unfiltered: impact-ordered postings. Each posting keeps its word's BM25 part
+in its note (`impact_sql`, at the mean note length frozen when it was written), and the
+postings are indexed by (word, impact descending), so a query reads each word's
+POSTINGS_PER_TERM best notes by one index range scan, whatever the vault's size; the notes
+are ranked by what those add up to and the best of them scored exactly. Exact for every
+word held by at most that many notes; a commoner word (whose idf is low) counts only in
+the notes where it weighs most. Within filters, exact: the rarest forms are asked first
+(MaxScore): a note that holds none of them scores at most the sum of the others' bounds
+(idf · (k1 + 1)); once the `limit`-th best score so far beats that sum, no note outside
+the candidates can enter the top `limit`. Otherwise more forms join, up to all of them.
 """
 
 from __future__ import annotations
@@ -33,6 +39,24 @@ MAX_POSITION = 16383
 # Candidates the rarest forms may bring before commoner ones join (MaxScore, above).
 CANDIDATE_BUDGET = 20_000
 PREFIX_TERMS = 200  # words a prefix form ("中*") stands for, the most frequent first
+# Impact-ordered postings: a query reads at most this many notes of each of its words, those
+# where the word weighs most (its BM25 part at a frozen mean length, `impact_sql`), and
+# scores the best of them exactly. Exact for every word held by at most this many notes;
+# a commoner word (low idf) adds only to the notes where it weighs most.
+POSTINGS_PER_TERM = 1000
+MIN_PREFIX_POSTINGS = 50  # each word of a prefix form reads at least this many
+RESCORE_FACTOR, RESCORE_MIN = 2, 200  # notes scored exactly: limit x factor, at least min
+AVGLEN_META = "note_avglen"  # the mean note length the stored impacts were computed at
+AVGLEN_DRIFT = 0.25  # maintain() recomputes the impacts when the mean moved by more
+
+
+def impact_sql(w: str, length: str, avglen: str) -> str:
+    """SQL for a word's BM25 part in a row (its count w, the row's length) at mean length
+    `avglen`: what idf multiplies."""
+    return (  # float8 throughout: a bare 0.75 is numeric, and numeric arithmetic is slow
+        f"({w})::float8 * {K1 + 1}::float8 / (({w})::float8 + {K1}::float8 * ({1 - B}::float8 "
+        f"+ {B}::float8 * ({length})::float8 / ({avglen})::float8))"
+    )
 
 
 def _latin(ch: str) -> bool:

@@ -8,12 +8,13 @@ analysed words (text/analysis.py, as SQLite's FTS5 gets them) as `tsv`, a tsvect
 with the title weighted A and the headings B (GIN), and `flen`, its length in words. BM25
 (index/postgres/fulltext.py) reads each word's count weighted as SQLite's bm25 weighs
 columns (title 2, headings 1, body 1): for notes from `note_postings` (one row per word
-and note, so a query reads only its own words' rows), for chunks, which are ranked only
-within a few notes, from their `tf` jsonb; `note_terms` / `chunk_terms` hold each word's
+and note, indexed by word in impact order, so a query reads only the best few hundred
+notes of each of its words), for chunks, which are ranked only within a few notes, from
+their `tf` jsonb; `note_terms` / `chunk_terms` hold each word's
 document frequency and `fts_stats` the row and word totals.
 """
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA = """
 CREATE TABLE meta (
@@ -79,9 +80,11 @@ CREATE TABLE note_postings (             -- a note's words: BM25 reads these, no
     note bigint NOT NULL,
     w    real NOT NULL,                     -- the word's count, weighted as FTS5's bm25 does
     flen integer NOT NULL,                  -- the note's length in words
-    PRIMARY KEY (term, note) INCLUDE (w, flen)  -- a query's rows from the index alone
+    imp  real NOT NULL,                     -- w's BM25 part at meta's note_avglen: the order
+                                            -- a query reads a word's notes in
+    PRIMARY KEY (note, term) INCLUDE (w, flen)  -- a note's words; a candidate's exact score
 );
-CREATE INDEX note_postings_note ON note_postings(note);
+CREATE INDEX note_postings_impact ON note_postings(term, imp DESC) INCLUDE (note, w, flen);
 CREATE TABLE note_terms (
     term text COLLATE "C" PRIMARY KEY,
     df   integer NOT NULL

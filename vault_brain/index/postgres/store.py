@@ -103,6 +103,7 @@ class Reads:
         self.conn = conn
         self._owner = owner  # the PostgresIndex
         self._memo = memo  # remembers values until the index changes (LISTEN/NOTIFY)
+        self._phrase_memo: dict[tuple, list[Phrase]] = {}  # one search asks up to 3 times
 
     def per_version(self, name: str, compute: Callable[[], T]) -> T:
         """compute(), remembered until any process commits to this vault's index (the
@@ -409,7 +410,14 @@ class Reads:
 
     def _phrases(self, query: TextQuery, kind: str, rows: int) -> list[Phrase]:
         """A phrase per form of every query word (FTS5's shape), with its frequency among
-        the notes' or the chunks' rows."""
+        the notes' or the chunks' rows (remembered for this snapshot: a search asks for
+        the notes' twice)."""
+        key = (query.groups, kind, rows)
+        if key not in self._phrase_memo:
+            self._phrase_memo[key] = self._phrases_now(query, kind, rows)
+        return self._phrase_memo[key]
+
+    def _phrases_now(self, query: TextQuery, kind: str, rows: int) -> list[Phrase]:
         terms_table = "note_terms" if kind == "notes" else "chunk_terms"
         forms = [f for group in query.groups for f in group]
         plain = sorted({fulltext.fold(f) for f in forms if not f.endswith("*")})
@@ -463,13 +471,7 @@ class Reads:
         source = kind
         rounds = fulltext.essential_rounds(phrases)
         if within is not None:
-            # The chunks of a few notes: read those first, then match (a common word's GIN
-            # list may hold most of the vault), every phrase in one round.
-            keys = ",".join(str(int(k)) for k in within)
-            source = (
-                f"(SELECT * FROM {kind} WHERE note_rowid = ANY('{{{keys}}}'::bigint[]) OFFSET 0)"
-            )
-            rounds = [(list(range(len(phrases))), 0.0)]
+            return self._chunks_within(terms, idfs, ids, within, limit, avgdl)
         found: list[tuple[int, int, float]] = []
         for essential, rest in rounds:
             tsq = fulltext.tsquery(phrases[i].form for i in essential)
@@ -496,6 +498,44 @@ class Reads:
                 break
         return found
 
+    def _chunks_within(
+        self,
+        terms: list[str],
+        idfs: list[float],
+        ids: list[int],
+        within: Sequence[int],
+        limit: int,
+        avgdl: float,
+    ) -> list[tuple[int, int, float]]:
+        """BM25 of the chunks of a few notes (a search's best): read by note, each chunk's
+        word counts unpacked once (`|| '{}'` in a fence: otherwise every word looked up
+        in them unpacks them again, half this query's time); no GIN, whose list for a
+        common word may hold most of the vault."""
+        sql = f"""
+            WITH q AS (
+                SELECT * FROM unnest(%s::text[], %s::float8[], %s::int[]) AS q(term, idf, id)
+            ), hits AS (
+                SELECT c.rowid, c.note_rowid AS note, c.flen, q.id, max(q.idf) AS idf,
+                       sum((t.tf ->> q.term)::float8) AS w
+                FROM chunks c CROSS JOIN LATERAL (SELECT c.tf || '{{}}'::jsonb AS tf OFFSET 0) t
+                JOIN q ON t.tf ? q.term
+                WHERE c.note_rowid = ANY(%s) GROUP BY c.rowid, c.note_rowid, c.flen, q.id
+            )
+            SELECT rowid, note, sum(idf * {fulltext.impact_sql("w", "flen", "%s")}) AS s
+            FROM hits GROUP BY rowid, note ORDER BY s DESC, rowid LIMIT %s"""
+        rows = self._all(sql, (terms, idfs, ids, list(within), avgdl, limit))
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def stale_impacts(self) -> float | None:
+        """The notes' mean length now, if the postings' impacts were computed at one that
+        differs by more than fulltext.AVGLEN_DRIFT; else None."""
+        frozen = self.get_meta(fulltext.AVGLEN_META)
+        rows, words = self._one("SELECT rows, words FROM fts_stats WHERE kind = 'notes'")  # type: ignore[misc]
+        if frozen is None or not rows or not words:
+            return None
+        avglen = words / rows
+        return avglen if abs(avglen / float(frozen) - 1) > fulltext.AVGLEN_DRIFT else None
+
     def search_text(self, query: TextQuery, filters: Filters, limit: int) -> list[ChunkHit]:
         """Chunks ranked by BM25 (higher is better)."""
         if not query:
@@ -508,25 +548,81 @@ class Reads:
     def search_text_notes(
         self, query: TextQuery, filters: Filters, limit: int
     ) -> list[tuple[int, float]]:
-        """(note key, BM25) of the best `limit` notes, best first, from note_postings:
-        the rarest forms' notes are the candidates (MaxScore, fulltext.essential_rounds),
-        each scored with every form by primary-key lookups."""
+        """(note key, BM25) of the best `limit` notes, best first, from note_postings.
+        Unfiltered: each word's best notes by impact (`_impact_ranked`); within filters,
+        the exact ranking (`_exact_ranked`)."""
         if not query or limit <= 0:
             return []
         rows, avgdl = self._stats("notes")
         phrases = [p for p in self._phrases(query, "notes", rows) if p.terms]
         if not phrases:
             return []
+        if filters.active:
+            return self._exact_ranked(phrases, filters, limit, avgdl)
+        return self._impact_ranked(phrases, limit, avgdl)
+
+    def _impact_ranked(
+        self, phrases: Sequence[Phrase], limit: int, avgdl: float, per_term: int | None = None
+    ) -> list[tuple[int, float]]:
+        """Impact-ordered postings: each query word's `per_term` notes where it weighs most
+        (fulltext.POSTINGS_PER_TERM; a prefix form's words share it), ranked by what they
+        add up to; then the best of them scored with every word (exact BM25, as
+        `_exact_ranked`): a form whose notes were all read adds what was read, one that
+        was cut short is looked up by key. The same ranking as the exact one whenever no
+        word is held by more notes than it reads."""
+        k = per_term or fulltext.POSTINGS_PER_TERM
+        terms, idfs, ids = fulltext.scoring_arrays(phrases)
+        share = Counter(ids)
+        ks = [k if share[i] == 1 else max(fulltext.MIN_PREFIX_POSTINGS, k // share[i]) for i in ids]
+        whole = [phrases[i].df <= ks[j] for j, i in enumerate(ids)]  # every holder read
+        score = f"sum(idf * {fulltext.impact_sql('w', 'flen', '%s')})"
+        cut = not all(whole)
+        pool = max(limit * fulltext.RESCORE_FACTOR, fulltext.RESCORE_MIN) if cut else limit
+        top = f"""
+            WITH q AS (
+                SELECT * FROM unnest(%s::text[], %s::float8[], %s::int[], %s::int[], %s::bool[])
+                    AS q(term, idf, id, k, whole)
+            ), top AS (
+                SELECT t.note, t.flen, q.id, max(q.idf) AS idf, sum(t.w) AS w, bool_and(q.whole)
+                    AS whole
+                FROM q CROSS JOIN LATERAL (
+                    SELECT p.note, p.w, p.flen FROM note_postings p
+                    WHERE p.term = q.term ORDER BY p.imp DESC LIMIT q.k
+                ) t GROUP BY t.note, t.flen, q.id
+            ), pool AS (
+                SELECT note, {score} AS s FROM top GROUP BY note ORDER BY s DESC, note LIMIT %s
+            )"""
+        params: list[object] = [terms, idfs, ids, ks, whole, avgdl, pool]
+        if not cut:
+            sql = f"{top} SELECT note, s FROM pool ORDER BY s DESC, note"
+        else:
+            sql = f"""{top}, hits AS (
+                    SELECT t.note, t.flen, t.id, t.idf, t.w FROM top t
+                    WHERE t.whole AND t.note IN (SELECT note FROM pool)
+                    UNION ALL
+                    SELECT p.note, p.flen, q.id, max(q.idf), sum(p.w)
+                    FROM pool c CROSS JOIN (SELECT * FROM q WHERE NOT q.whole) q
+                    CROSS JOIN LATERAL (
+                        SELECT p.note, p.w, p.flen FROM note_postings p
+                        WHERE p.note = c.note AND p.term = q.term OFFSET 0
+                    ) p GROUP BY p.note, p.flen, q.id
+                )
+                SELECT note, {score} AS s FROM hits GROUP BY note ORDER BY s DESC, note LIMIT %s"""
+            params += [avgdl, limit]
+        return [(r[0], r[1]) for r in self._all(sql, params)]
+
+    def _exact_ranked(
+        self, phrases: Sequence[Phrase], filters: Filters, limit: int, avgdl: float
+    ) -> list[tuple[int, float]]:
+        """Exact BM25 within filters: the rarest forms' notes are the candidates (MaxScore,
+        fulltext.essential_rounds), each scored with every form by key lookups."""
         terms, idfs, ids = fulltext.scoring_arrays(phrases)
         where, params = filter_sql(filters, "r")
         if filters.active:
             final = f"FROM scored s JOIN notes r ON r.rowid = s.note WHERE {where}"
         else:
             final, params = "FROM scored s", []
-        score = (
-            f"sum(idf * w * {fulltext.K1 + 1} / (w + {fulltext.K1} * "
-            f"({1 - fulltext.B} + {fulltext.B} * flen / %s::float8)))"
-        )
+        score = f"sum(idf * {fulltext.impact_sql('w', 'flen', '%s')})"
         found: list[tuple[int, float]] = []
         for essential, rest in fulltext.essential_rounds(phrases):
             chosen = set(essential)
@@ -534,7 +630,7 @@ class Reads:
             if rest:
                 source = """(SELECT DISTINCT p.note FROM q JOIN note_postings p ON p.term = q.term
                               WHERE q.essential) c CROSS JOIN q
-                             JOIN note_postings p ON p.term = q.term AND p.note = c.note"""
+                             JOIN note_postings p ON p.note = c.note AND p.term = q.term"""
             else:
                 source = "q JOIN note_postings p ON p.term = q.term"
             sql = f"""
@@ -801,6 +897,7 @@ class Writes(Reads):
         super().__init__(conn, owner, None)
         self._df: dict[str, Counter[str]] = {"notes": Counter(), "chunks": Counter()}
         self._totals: dict[str, list[int]] = {"notes": [0, 0], "chunks": [0, 0]}
+        self._postings: dict[int, fulltext.TextRow] = {}  # note -> its words, written at flush
 
     def _run(self, sql: str, params: Sequence[object] = ()) -> Any:
         return self.conn.execute(sql, params)
@@ -812,7 +909,8 @@ class Writes(Reads):
                 cur.executemany(sql, rows)
 
     def flush(self) -> None:
-        """The word frequencies and totals counted in this transaction, written."""
+        """The word frequencies and totals counted in this transaction, written; then the
+        notes' postings, their impacts at the vault's frozen mean note length."""
         for kind, table in (("notes", "note_terms"), ("chunks", "chunk_terms")):
             delta = {t: d for t, d in self._df[kind].items() if d}
             if delta:
@@ -831,6 +929,52 @@ class Writes(Reads):
                 )
             self._df[kind].clear()
             self._totals[kind] = [0, 0]
+        self._write_postings()
+
+    def _write_postings(self) -> None:
+        if not self._postings:
+            return
+        avglen = self._impact_avglen()
+        notes: list[int] = []
+        terms: list[str] = []
+        ws: list[float] = []
+        lens: list[int] = []
+        for note, row in self._postings.items():
+            notes.extend([note] * len(row.tf))
+            terms.extend(row.tf)
+            ws.extend(row.tf.values())
+            lens.extend([row.length] * len(row.tf))
+        self._postings.clear()
+        self._run(
+            f"""INSERT INTO note_postings(term, note, w, flen, imp)
+                SELECT t, n, w, l, {fulltext.impact_sql("w", "l", "%s")}
+                FROM unnest(%s::text[], %s::bigint[], %s::real[], %s::int[]) AS u(t, n, w, l)""",
+            (avglen, terms, notes, ws, lens),
+        )
+
+    def _impact_avglen(self) -> float:
+        """The mean note length impacts are computed at: frozen in meta when the first
+        notes are written (after their counts, so it is theirs), refreshed by maintain()."""
+        frozen = self.get_meta(fulltext.AVGLEN_META)
+        if frozen is not None:
+            return float(frozen)
+        rows, words = self._one("SELECT rows, words FROM fts_stats WHERE kind = 'notes'")  # type: ignore[misc]
+        avglen = words / rows if rows and words else 1.0
+        self.set_meta(fulltext.AVGLEN_META, repr(avglen))
+        return avglen
+
+    def refresh_impacts(self) -> bool:
+        """The postings' impacts recomputed at the notes' mean length, if it moved by more
+        than fulltext.AVGLEN_DRIFT since they were (a vault that grew or changed shape);
+        True when they were."""
+        avglen = self.stale_impacts()
+        if avglen is None:
+            return False
+        self._run(
+            f"UPDATE note_postings SET imp = {fulltext.impact_sql('w', 'flen', '%s')}", (avglen,)
+        )
+        self.set_meta(fulltext.AVGLEN_META, repr(avglen))
+        return True
 
     def _count(self, kind: str, row: fulltext.TextRow, sign: int = 1) -> None:
         self._df[kind].update(dict.fromkeys(row.tf, sign))
@@ -855,7 +999,12 @@ class Writes(Reads):
         )
 
     def _uncount_note(self, rowid: int) -> None:
-        """Take a note about to go out of the notes' word frequencies and totals."""
+        """Take a note about to go out of the notes' word frequencies and totals (its
+        postings not yet written, if it was written in this transaction, from the counts
+        still to be written)."""
+        pending = self._postings.pop(rowid, None)
+        if pending is not None:
+            self._df["notes"].subtract(dict.fromkeys(pending.tf, 1))
         self._run(
             """INSERT INTO note_terms(term, df)
                SELECT term, -1 FROM note_postings WHERE note = %s ORDER BY term
@@ -956,11 +1105,7 @@ class Writes(Reads):
         if text is not None:
             self._count("notes", text)
             if text.tf:
-                self._run(
-                    "INSERT INTO note_postings(term, note, w, flen) "
-                    "SELECT t, %s, w, %s FROM unnest(%s::text[], %s::real[]) AS u(t, w)",
-                    (rowid, text.length, list(text.tf), list(text.tf.values())),
-                )
+                self._postings[rowid] = text
         if note.summary_pending:
             cached = self._one(
                 "SELECT summary FROM summary_cache WHERE model = %s AND body_hash = %s",
@@ -1061,6 +1206,8 @@ class Writes(Reads):
             "chunk_terms CASCADE"
         )
         self._run("UPDATE fts_stats SET rows = 0, words = 0")
+        self.set_meta(fulltext.AVGLEN_META, None)
+        self._postings.clear()
         for kind in self._df:
             self._df[kind].clear()
             self._totals[kind] = [0, 0]
