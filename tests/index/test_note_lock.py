@@ -5,35 +5,22 @@ once, so the other host's write proceeds."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 import time
 from contextlib import closing
-from pathlib import Path
 
 import pytest
 
+from tests.index.holder import held_elsewhere
 from vault_brain.errors import Unavailable
 from vault_brain.index.factory import open_index
 
-REPO = Path(__file__).resolve().parents[2]
-
-HOLDER = textwrap.dedent(
-    """
-    import json, sys, time
-    from vault_brain.config import load_settings
-    from vault_brain.index.factory import open_index
-    vault, index = sys.argv[1], json.loads(sys.argv[2])
-    settings = load_settings(vault=vault, env={}, overrides={"index": index})
-    with open_index(settings).note_lock("Projects/Inbox.md"):
-        print("held", flush=True)
-        time.sleep(600)
-    """
-)
+HOLDS_THE_NOTE = """
+with open_index(settings).note_lock("Projects/Inbox.md"):
+    print("held", flush=True)
+    time.sleep(600)
+"""
 
 
 @pytest.fixture
@@ -53,14 +40,7 @@ def _free(index, path: str) -> bool:
 def test_a_note_lock_holds_across_processes_and_dies_with_its_holder(
     vault, make_settings, index_settings
 ):
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(vault.root), json.dumps(index_settings())],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with held_elsewhere(HOLDS_THE_NOTE, vault.root, index_settings()) as holder:
         with closing(open_index(make_settings())) as index:
             assert not _free(index, "Projects/Inbox.md")
             # One name on a case-insensitive disk: one lock.
@@ -74,10 +54,6 @@ def test_a_note_lock_holds_across_processes_and_dies_with_its_holder(
                 assert time.monotonic() < deadline, "the dead holder's note lock was never freed"
             took = time.monotonic() - killed
         print(f"\nnote lock free {took:.2f} s after its holder was killed")
-    finally:
-        if holder.poll() is None:
-            holder.kill()
-            holder.wait(30)
 
 
 def test_a_note_lock_is_free_again_when_its_block_ends(make_settings):

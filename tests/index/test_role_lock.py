@@ -4,46 +4,27 @@ replaced within seconds by a process that keeps asking."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 import time
 from contextlib import closing
-from pathlib import Path
 
 from tests.conftest import every_backend
+from tests.index.holder import held_elsewhere
 from vault_brain.index.factory import open_index
 
 backend = every_backend()
-REPO = Path(__file__).resolve().parents[2]
 
-HOLDER = textwrap.dedent(
-    """
-    import json, sys, time
-    from vault_brain.config import load_settings
-    from vault_brain.index.factory import open_index
-    vault, index = sys.argv[1], json.loads(sys.argv[2])
-    settings = load_settings(vault=vault, env={}, overrides={"index": index})
-    lock = open_index(settings).indexer_lock
-    assert lock.try_acquire()
-    print("held", flush=True)
-    time.sleep(600)
-    """
-)
+HOLDS_THE_ROLE = """
+lock = open_index(settings).indexer_lock
+assert lock.try_acquire()
+print("held", flush=True)
+time.sleep(600)
+"""
 
 
 def test_a_dead_holders_role_is_taken_over_within_seconds(vault, make_settings, index_settings):
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(vault.root), json.dumps(index_settings())],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with held_elsewhere(HOLDS_THE_ROLE, vault.root, index_settings()) as holder:
         with closing(open_index(make_settings())) as index:
             lock = index.indexer_lock
             assert lock.taken()
@@ -60,7 +41,3 @@ def test_a_dead_holders_role_is_taken_over_within_seconds(vault, make_settings, 
             lock.release()
             assert not lock.held
         print(f"\nrole taken over {took:.2f} s after its holder was killed")
-    finally:
-        if holder.poll() is None:
-            holder.kill()
-            holder.wait(30)
