@@ -92,3 +92,43 @@ def test_sigterm_while_the_watcher_logs_stops_it_cleanly(tmp_path):
     events = [json.loads(line).get("event") for line in r.stderr.splitlines() if "{" in line]
     assert r.returncode == 0, r.stderr[-2000:]
     assert "watch_signal" in events and events[-1] == "watch_stopped", events
+
+
+# Sent to this thread only (pthread_kill), once the main thread waits for a signal: as when
+# the kernel hands a process's SIGTERM to the observer's thread. Seen in CI: a watcher whose
+# main thread slept in an untimed Event.wait() and never ran the handler.
+OTHER_THREAD = """
+import signal, sys, threading, time
+
+def strike():
+    main = threading.main_thread().ident
+    for _ in range(60_000):  # at most ten minutes; the test's own bound fails first
+        frame, names = sys._current_frames().get(main), []
+        while frame is not None:
+            names.append(frame.f_code.co_name)
+            frame = frame.f_back
+        if "_run_until_signal" in names and names[0] in ("_run_until_signal", "wait"):
+            signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+            return
+        time.sleep(0.01)
+
+threading.Thread(target=strike, daemon=True).start()
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="no thread-directed signals")
+def test_sigterm_delivered_to_another_thread_stops_the_watcher(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "note.md").write_text("# A note\n\nSome words.\n", encoding="utf-8")
+    script = OTHER_THREAD + textwrap.dedent(
+        f"""
+        from vault_brain.cli import main
+        sys.argv = ["vault-brain", "watch", "--vault", {str(vault)!r}]
+        main()
+        """
+    )
+    r = _run(script)
+    events = [json.loads(line).get("event") for line in r.stderr.splitlines() if "{" in line]
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "watch_signal" in events and events[-1] == "watch_stopped", events

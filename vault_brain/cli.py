@@ -778,26 +778,29 @@ def _run_until_signal(start_watching: Any) -> None:
     The handlers are in place before watching starts, so an early signal still stops
     cleanly. A second signal while stopping falls back to the default: Ctrl-C twice kills."""
     import signal
-    import threading
+    import time
 
-    stop = threading.Event()
     previous: dict[int, Any] = {}
     received: list[int] = []
 
     def on_signal(signum: int, _frame: object) -> None:
-        # No logging here: the handler runs on the main thread wherever it was, perhaps
-        # inside a log write (a lock). The line is written once the wait below returns.
+        # No logging and no locks here: the handler runs on the main thread wherever it
+        # was, perhaps inside a log write or an Event's own lock. The line is written once
+        # the loop below sees the signal.
         received.append(signum)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        stop.set()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         previous[sig] = signal.getsignal(sig)
         signal.signal(sig, on_signal)
     stop_watching = start_watching()
     try:
-        stop.wait()
+        # The kernel may hand the signal to any thread (the observer's, a worker's), and
+        # Python runs the handler only when the main thread next runs: an untimed wait on a
+        # lock slept through it (a watcher that never stopped). A short sleep wakes anyway.
+        while not received:
+            time.sleep(0.2)
         log.event("watch_signal", signal=signal.Signals(received[0]).name)
     finally:
         stop_watching()
