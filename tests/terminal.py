@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pyte
 
+from tests.waiting import HANG_SECONDS
+
 COLUMNS, LINES = 120, 60
 ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]")
 
@@ -109,7 +111,7 @@ class Terminal:
 
     def wait(self, timeout: float = 600) -> int:
         code = self.proc.wait(timeout)
-        self._reader.join(10)
+        self._reader.join(HANG_SECONDS)
         return code
 
     def close(self) -> None:
@@ -118,8 +120,8 @@ class Terminal:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            self.proc.wait(30)
-        self._reader.join(10)
+            self.proc.wait(HANG_SECONDS)
+        self._reader.join(HANG_SECONDS)
         try:
             os.close(self._master)
         except OSError:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.terminal import Terminal, write_notes
+from tests.waiting import HANG_SECONDS
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX terminal")
 
@@ -232,8 +233,8 @@ class Watch:
                 self.proc.wait(120)
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(30)
-        self._reader.join(10)
+                self.proc.wait(HANG_SECONDS)
+        self._reader.join(HANG_SECONDS)
         return self.proc.returncode
 
 

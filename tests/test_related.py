@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from tests.server.harness import stdio_client_for
+from tests.waiting import HANG_SECONDS
 
 # The instant model only: vectors in a moment, no e5 to load.
 LOCAL = {"VAULT_BRAIN_EMBED_PROVIDER": "local", "VAULT_BRAIN_EMBED_STRONG": "none"}
@@ -91,7 +92,7 @@ def test_memory_get_over_stdio_returns_related_with_id_title_summary(tmp_path):
     vault = make_vault(tmp_path / "vault")
     client = stdio_client_for(vault, tmp_path, env=LOCAL)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HANG_SECONDS
         related: list[dict] = []
         while time.monotonic() < deadline:  # vectors follow the first pass in the background
             related = client.ok("memory_get", {"id": "sour0001"})["related"]

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.waiting import HANG_SECONDS
 from vault_brain.config import EmbedSettings
 from vault_brain.embed.local import BUNDLED_MODEL, LocalEmbedder
 from vault_brain.errors import Unavailable
@@ -122,7 +123,11 @@ def test_hub_id_that_cannot_be_fetched_is_unavailable(tmp_path):
     )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     done = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=HANG_SECONDS,
     )
     assert done.stdout.startswith("UNAVAILABLE local:nobody/no-such-static-model")
 

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.waiting import HANG_SECONDS
+
 REPO = Path(__file__).resolve().parents[2]
 
 PRELUDE = """
@@ -40,4 +42,4 @@ def held_elsewhere(code: str, vault: Path, index: dict) -> Iterator[subprocess.P
     finally:
         if holder.poll() is None:
             holder.kill()
-            holder.wait(30)
+            holder.wait(HANG_SECONDS)

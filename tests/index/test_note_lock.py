@@ -13,6 +13,7 @@ from contextlib import closing
 import pytest
 
 from tests.index.holder import held_elsewhere
+from tests.waiting import HANG_SECONDS
 from vault_brain.errors import Unavailable
 from vault_brain.index.factory import open_index
 
@@ -47,9 +48,9 @@ def test_a_note_lock_holds_across_processes_and_dies_with_its_holder(
             assert not _free(index, "projects/INBOX.md")
             assert _free(index, "Projects/Other.md")
             os.kill(holder.pid, signal.SIGKILL)
-            holder.wait(30)
+            holder.wait(HANG_SECONDS)
             killed = time.monotonic()
-            deadline = killed + 30
+            deadline = killed + HANG_SECONDS
             while not _free(index, "Projects/Inbox.md"):
                 assert time.monotonic() < deadline, "the dead holder's note lock was never freed"
             took = time.monotonic() - killed

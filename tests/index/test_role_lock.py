@@ -11,6 +11,7 @@ from contextlib import closing
 
 from tests.conftest import every_backend
 from tests.index.holder import held_elsewhere
+from tests.waiting import HANG_SECONDS
 from vault_brain.index.factory import open_index
 
 backend = every_backend()
@@ -30,9 +31,9 @@ def test_a_dead_holders_role_is_taken_over_within_seconds(vault, make_settings, 
             assert lock.taken()
             assert not lock.try_acquire()
             os.kill(holder.pid, signal.SIGKILL)
-            holder.wait(30)
+            holder.wait(HANG_SECONDS)
             killed = time.monotonic()
-            deadline = killed + 30
+            deadline = killed + HANG_SECONDS
             while not lock.try_acquire():
                 assert time.monotonic() < deadline, "the dead holder's role was never freed"
                 time.sleep(0.05)

@@ -27,6 +27,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientMetadata
 from mcp.shared.exceptions import MCPError
 
+from tests.waiting import HANG_SECONDS
+
 from .harness import TOKEN, McpClient, write_vault
 
 URL_LINE = re.compile(r"^vault-brain: serving MCP at (http://\S+/mcp)")
@@ -62,7 +64,7 @@ class Served:
             self._lines.put(line.rstrip("\n"))
 
     def _wait_for_url(self) -> str | None:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HANG_SECONDS
         while time.monotonic() < deadline:
             try:
                 line = self._lines.get(timeout=0.5)
@@ -73,15 +75,15 @@ class Served:
             self.lines.append(line)
             found = URL_LINE.match(line)
             if found:
-                self.lines.append(self._lines.get(timeout=10))  # how to pass the token
+                self.lines.append(self._lines.get(timeout=HANG_SECONDS))  # how to pass the token
                 return found.group(1)
         return None
 
     def stop(self) -> str:
         """Stop the server (as Ctrl-C does); everything it wrote on stderr."""
         self.proc.send_signal(signal.SIGINT)
-        self.proc.wait(timeout=30)
-        self._reader.join(10)  # stderr is at its end: the reader has queued every line
+        self.proc.wait(timeout=HANG_SECONDS)
+        self._reader.join(HANG_SECONDS)  # stderr is at its end: the reader has queued every line
         while not self._lines.empty():
             self.lines.append(self._lines.get())
         return "\n".join(self.lines)
@@ -97,7 +99,7 @@ def served(tmp_path_factory):
 
 def plain_client(url: str, vault: Path, token: str | None) -> McpClient:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    http = httpx2.AsyncClient(headers=headers, timeout=30)
+    http = httpx2.AsyncClient(headers=headers, timeout=HANG_SECONDS)
     return McpClient(streamable_http_client(url, http_client=http), vault)
 
 
@@ -128,7 +130,7 @@ def test_a_client_with_a_wrong_token_is_told_it_is_wrong(served):
 
 
 def test_the_401_is_a_bearer_challenge_with_a_description(served):
-    response = httpx.post(served.url, json={}, timeout=10)
+    response = httpx.post(served.url, json={}, timeout=HANG_SECONDS)
     assert response.status_code == 401
     challenge = response.headers["www-authenticate"]
     assert challenge.startswith("Bearer ") and 'error="invalid_token"' in challenge
@@ -148,7 +150,7 @@ def test_the_401_is_a_bearer_challenge_with_a_description(served):
 )
 def test_oauth_discovery_finds_nothing_and_says_why(served, path):
     base = served.url.removesuffix("/mcp")
-    response = httpx.get(base + path, timeout=10)
+    response = httpx.get(base + path, timeout=HANG_SECONDS)
     assert response.status_code == 404
     assert "does not use OAuth" in response.json()["error_description"]
 
@@ -185,7 +187,7 @@ def test_an_oauth_client_stops_at_registration_with_the_explanation(served):
         redirect,
         callback,
     )
-    http = httpx2.AsyncClient(auth=provider, timeout=30)
+    http = httpx2.AsyncClient(auth=provider, timeout=HANG_SECONDS)
     with pytest.raises(BaseException) as caught:
         McpClient(streamable_http_client(served.url, http_client=http), served.vault)
     error = caught.value
@@ -199,9 +201,13 @@ def test_an_oauth_client_stops_at_registration_with_the_explanation(served):
 def test_the_log_says_why_a_request_was_refused_and_never_the_token(tmp_path):
     server = Served(write_vault(tmp_path / "vault"), {"VAULT_BRAIN_TOKEN": TOKEN})
     try:
-        httpx.post(server.url, json={}, timeout=10)
-        httpx.post(server.url, json={}, headers={"Authorization": "Bearer guess-1"}, timeout=10)
-        httpx.post(server.url, json={}, headers={"Authorization": f"Basic {TOKEN}"}, timeout=10)
+        httpx.post(server.url, json={}, timeout=HANG_SECONDS)
+        httpx.post(
+            server.url, json={}, headers={"Authorization": "Bearer guess-1"}, timeout=HANG_SECONDS
+        )
+        httpx.post(
+            server.url, json={}, headers={"Authorization": f"Basic {TOKEN}"}, timeout=HANG_SECONDS
+        )
         httpx.get(server.url.removesuffix("/mcp") + "/.well-known/oauth-authorization-server")
     finally:
         log = server.stop()

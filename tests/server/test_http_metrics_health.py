@@ -11,6 +11,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.fakes.llm_server import FakeLLMServer
+from tests.waiting import HANG_SECONDS
 
 from .harness import TOKEN, http_client_for, start_http_server, write_vault
 
@@ -19,7 +20,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 def scrape(server) -> dict[tuple[str, tuple], float]:
     """Every sample of /metrics as {(name, sorted labels): value}."""
-    response = httpx.get(server.url + "/metrics", headers=AUTH, timeout=10)
+    response = httpx.get(server.url + "/metrics", headers=AUTH, timeout=HANG_SECONDS)
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
     samples = {}
@@ -42,10 +43,12 @@ def served(tmp_path_factory):
 
 def test_metrics_needs_the_token(served):
     server, _ = served
-    response = httpx.get(server.url + "/metrics", timeout=10)
+    response = httpx.get(server.url + "/metrics", timeout=HANG_SECONDS)
     assert response.status_code == 401
     assert response.headers["www-authenticate"].startswith("Bearer")
-    wrong = httpx.get(server.url + "/metrics", headers={"Authorization": "Bearer no"}, timeout=10)
+    wrong = httpx.get(
+        server.url + "/metrics", headers={"Authorization": "Bearer no"}, timeout=HANG_SECONDS
+    )
     assert wrong.status_code == 401
 
 
@@ -84,7 +87,7 @@ def test_an_unknown_tool_name_is_counted_under_one_label(served):
 
 def test_index_gauges_match_health(served):
     server, _ = served
-    health = httpx.get(server.url + "/health", timeout=10).json()
+    health = httpx.get(server.url + "/health", timeout=HANG_SECONDS).json()
     samples = scrape(server)
     assert samples[("vault_brain_notes", ())] == health["notes"] >= 4
     assert samples[("vault_brain_chunks", ())] == health["chunks"]
@@ -97,7 +100,7 @@ def test_index_gauges_match_health(served):
 
 def test_health_is_ok_with_no_reason_when_all_is_well(served):
     server, _ = served
-    body = httpx.get(server.url + "/health", timeout=10).json()
+    body = httpx.get(server.url + "/health", timeout=HANG_SECONDS).json()
     assert body["status"] == "ok" and body["reason"] is None
 
 
@@ -135,7 +138,7 @@ def test_health_says_indexing_with_counts_while_the_first_pass_runs(tmp_path):
         seen = []
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
-            response = httpx.get(server.url + "/health", timeout=30)
+            response = httpx.get(server.url + "/health", timeout=HANG_SECONDS)
             body = response.json()
             seen.append(body)
             if body.get("status") == "ok" and body["notes"] == count:
@@ -151,11 +154,11 @@ def test_health_says_indexing_with_counts_while_the_first_pass_runs(tmp_path):
         server.stop()
 
 
-def wait_for_health(server, ready, timeout: float = 60.0) -> dict:
+def wait_for_health(server, ready, timeout: float = HANG_SECONDS) -> dict:
     deadline = time.monotonic() + timeout
     body: dict = {}
     while time.monotonic() < deadline:
-        body = httpx.get(server.url + "/health", timeout=10).json()
+        body = httpx.get(server.url + "/health", timeout=HANG_SECONDS).json()
         if ready(body):
             return body
         time.sleep(0.1)
