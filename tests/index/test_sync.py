@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 
 from tests.conftest import every_backend
 from vault_brain.index.sync import BATCH_NOTES, LINKS_PENDING
@@ -66,6 +67,24 @@ def test_modified_note_is_reindexed(vault, brain):
     report = brain.sync()
     assert report.updated == 1
     assert brain.search("zeppelins", mode="fts").hits[0].path == "a.md"
+
+
+def test_a_same_size_rewrite_within_one_mtime_tick_is_indexed(vault, brain):
+    """A file system keeps mtimes to a tick (2 s on FAT, 1 s on HFS+ and some network
+    shares, a few ms on a coarse kernel clock): a note saved twice within one tick, same
+    size, keeps its mtime. The second save must still reach the index. The tick is pinned
+    here (an mtime that has not passed yet), so the test does not depend on the clock."""
+    path = vault.write("a.md", "# Tick\n\nThe first heron.\n")
+    tick = time.time_ns() + 3600 * 10**9
+    os.utime(path, ns=(tick, tick))
+    brain.sync()
+    vault.write("a.md", "# Tick\n\nThe second ibis.\n")
+    os.utime(path, ns=(tick, tick))
+    assert path.stat().st_size == len("# Tick\n\nThe first heron.\n")
+    report = brain.sync()
+    assert report.updated == 1
+    assert [h.path for h in brain.search("ibis", mode="fts").hits] == ["a.md"]
+    assert brain.search("heron", mode="fts").hits == []
 
 
 def test_deleted_note_leaves_the_index(vault, brain):

@@ -40,6 +40,12 @@ VECTORS_PER_CALL = 1024  # vectors per store call: what the vector queue stores 
 # Set while a pass of many batches has stored notes whose links it resolves only at its
 # end; a pass killed before then leaves it set, and the next sync_all resolves every link.
 LINKS_PENDING = "links_pending"
+# How long after its mtime a file may still be saved again without its mtime moving: file
+# systems keep mtimes to a tick (FAT 2 s, HFS+ and some network shares 1 s, a coarse
+# kernel clock a few ms). A file stored within this of its mtime is remembered with
+# UNSURE_MTIME, so the next pass reads and hashes it instead of trusting its stat.
+MTIME_TICK_NS = 2_000_000_000
+UNSURE_MTIME = -1
 
 
 @dataclass
@@ -338,7 +344,8 @@ class Syncer:
             log.warn("file_unreadable", path=stat.path, error=prepared.reason)
             report.skipped += 1
         elif prepared.kind == "same" and known is not None:
-            w.touch_note(known.rowid, stat.mtime_ns, stat.size, iso_utc(stat.mtime_ns))
+            mtime = _remembered_mtime(stat.mtime_ns)
+            w.touch_note(known.rowid, mtime, stat.size, iso_utc(stat.mtime_ns))
             report.unchanged += 1
         elif prepared.kind in ("invalid", "gone"):
             if prepared.kind == "invalid":
@@ -358,6 +365,8 @@ class Syncer:
             assigned = self._claim_id(w, note, batch)
             if assigned != note.id:
                 row = replace(row, id=assigned)
+            if (mtime := _remembered_mtime(stat.mtime_ns)) != row.mtime_ns:
+                row = replace(row, mtime_ns=mtime)
             if before is not None and before != assigned:
                 w.set_note_id(stat.path, assigned)  # free `before` first
             rowid = w.upsert_note(row, chunks, note.tags, links)
@@ -472,6 +481,16 @@ def _batches(items: Iterator[Prepared]) -> Iterator[list[Prepared]]:
             started = time.monotonic()
     if batch:
         yield batch
+
+
+def _remembered_mtime(mtime_ns: int) -> int:
+    """The mtime the index keeps for a file read now. One whose tick may not be over (its
+    mtime is recent, or in the future) could be saved again, same size, without its mtime
+    moving, and a stat compare would miss that save for good (git's "racily clean" files):
+    it is kept as UNSURE_MTIME, which no stat matches, so the next pass hashes it."""
+    if mtime_ns > time.time_ns() - MTIME_TICK_NS:
+        return UNSURE_MTIME
+    return mtime_ns
 
 
 def _prefixed(f: FileStat, prefix: str) -> FileStat:
