@@ -262,9 +262,14 @@ def _texts(body: dict[str, Any]) -> tuple[str, ...]:
     return (raw,) if isinstance(raw, str) else tuple(str(x) for x in raw or ())
 
 
+_BOUND: list[socket.socket] = []
+
+
 def closed_port_url() -> str:
-    """A loopback URL where nothing listens: connections are refused at once."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    """A loopback URL where nothing listens: connections are refused at once. Its port
+    stays bound (never listening) for the test session, so no other process on the
+    machine can start listening there meanwhile."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    _BOUND.append(sock)
+    return f"http://127.0.0.1:{sock.getsockname()[1]}"
