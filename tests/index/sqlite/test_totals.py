@@ -31,7 +31,7 @@ def test_the_totals_are_the_rows_fts5_holds(vault, make_brain):
     try:
         for table in totals.TABLES:
             rows = conn.execute(f"SELECT count(*) FROM {table}_docsize").fetchone()[0]
-            assert totals.stored(conn, table) == totals._count(conn, table)
+            assert totals.stored(conn, table) == totals.counted(conn, table)
             assert totals.stored(conn, table)[0] == rows
     finally:
         conn.close()

@@ -94,7 +94,7 @@ def subtract(conn: Connection, gone: dict[str, list[int]]) -> None:
             have = stored(conn, table)
             left = [a - b for a, b in zip(have, minus, strict=True)]
             if min(left) < 0:  # a record out of step with the rows: make it from them
-                left = _count(conn, table)
+                left = counted(conn, table)
             _write(conn, table, left)
     finally:
         conn.execute("RELEASE fts_totals")  # type: ignore[attr-defined]
@@ -106,12 +106,13 @@ def recount(conn: Connection) -> None:
     conn.execute("SAVEPOINT fts_totals")  # type: ignore[attr-defined]
     try:
         for table in TABLES:
-            _write(conn, table, _count(conn, table))
+            _write(conn, table, counted(conn, table))
     finally:
         conn.execute("RELEASE fts_totals")  # type: ignore[attr-defined]
 
 
-def _count(conn: Connection, table: str) -> list[int]:
+def counted(conn: Connection, table: str) -> list[int]:
+    """[rows, words in each column] of the rows FTS5 holds, from their sizes."""
     total = [0] * (1 + COLUMNS)
     for (blob,) in conn.execute(f"SELECT sz FROM {table}_docsize"):  # type: ignore[attr-defined]
         total[0] += 1
