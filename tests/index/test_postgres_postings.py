@@ -128,7 +128,6 @@ def test_impacts_follow_the_notes_mean_length_after_maintain(vault, pg_and_sqlit
     assert same(ranked(pg, "common", 3), expected)
 
 
-
 def held_groups(brain, words: str, filters: Filters | None = None) -> dict[str, set[int]]:
     """Which groups of the query each of its best notes holds, as the calibration asks
     after ranking them (Postgres answers from the ranking), by path."""
