@@ -372,7 +372,8 @@ def _workers_of(parent: int) -> set[int]:
     """The live parse workers that `parent` started (other suites on the machine have theirs)."""
     found = set()
     for entry in os.listdir("/proc"):
-        if not entry.isdigit() or _stat(entry) is None or _stat(entry)[1] != parent:
+        stat = _stat(entry) if entry.isdigit() else None  # once: it may exit between reads
+        if stat is None or stat[1] != parent:
             continue
         try:
             cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
