@@ -886,7 +886,13 @@ class Reads:
             "SELECT n.path, t.tag FROM tags t JOIN notes n ON n.rowid = t.note_rowid "
             "ORDER BY n.path, t.tag"
         )
-        return {"notes": notes, "chunks": chunks, "links": links, "tags": tags}
+        # What BM25 weighs words with: row and word totals, and each word's row count.
+        text = self._all("SELECT kind, rows, words FROM fts_stats ORDER BY kind")
+        for table in ("note_terms", "chunk_terms"):
+            text += self._all(
+                f"SELECT '{table}', term, df FROM {table} WHERE df <> 0 ORDER BY term"
+            )
+        return {"notes": notes, "chunks": chunks, "links": links, "tags": tags, "text": text}
 
 
 class Writes(Reads):

@@ -22,6 +22,7 @@ from vault_brain import log
 from vault_brain.errors import IndexDamaged, Unavailable, disk_full
 from vault_brain.index.pool import ReaderPool
 from vault_brain.index.port import NOTE_LOCK_SECONDS
+from vault_brain.index.sqlite import totals
 from vault_brain.index.sqlite.lock import LOCK_NAME, IndexerLock
 from vault_brain.index.sqlite.schema import SCHEMA, SCHEMA_VERSION
 from vault_brain.index.sqlite.store import Reads, Writes
@@ -59,6 +60,9 @@ def _can_load_extensions(module: ModuleType) -> bool:
         conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, content='', contentless_delete=1)")
         conn.execute("INSERT INTO t(rowid, x) VALUES (1, 'a')")
         conn.execute("DELETE FROM t WHERE rowid = 1")
+        # The store corrects FTS5's totals record itself (index/sqlite/totals.py): shadow
+        # tables writable, as they are unless SQLITE_DBCONFIG_DEFENSIVE is on.
+        conn.execute("UPDATE t_data SET block = block WHERE id = 1")
         return True
     except Exception:
         return False
@@ -156,10 +160,35 @@ def _create_schema(conn: Connection) -> None:
                 "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
                 (str(SCHEMA_VERSION),),
             )
+            conn.execute("INSERT INTO meta(key, value) VALUES (?, '1')", (totals.RECOUNTED,))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def _recount_text_totals(conn: Connection) -> None:
+    """An index whose full-text totals were written before they were kept true across
+    deletes (index/sqlite/totals.py) gets them recounted from its rows, once: its scores
+    are then a fresh index's without a rebuild (which would embed every chunk again). An
+    index that cannot be written now (a read-only file) is recounted by a later open."""
+    done = "SELECT 1 FROM meta WHERE key = ?"
+    if conn.execute(done, (totals.RECOUNTED,)).fetchone():
+        return
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if not conn.execute(done, (totals.RECOUNTED,)).fetchone():
+                totals.recount(conn)
+                conn.execute("INSERT INTO meta(key, value) VALUES (?, '1')", (totals.RECOUNTED,))
+            conn.execute("COMMIT")
+        except BaseException:
+            _rollback(conn)
+            raise
+    except binding_errors() as exc:
+        if is_damage(exc):
+            raise
+        log.warn("index_totals_not_recounted", error=str(exc)[:200])
 
 
 def is_damage(exc: BaseException) -> bool:
@@ -204,6 +233,8 @@ def open_database(path: Path) -> Connection:
                 continue
             if version is None:
                 _create_schema(conn)
+            else:
+                _recount_text_totals(conn)
             conn.execute("SELECT count(*) FROM notes").fetchone()
             return conn
         except errors as exc:
@@ -314,11 +345,13 @@ class SqliteIndex:
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    yield Writes(conn, self)
+                    writes = Writes(conn, self)
+                    yield writes
                 except BaseException:
                     _rollback(conn)
                     raise
                 try:
+                    writes.finish()
                     conn.execute("COMMIT")
                 except BaseException:
                     _rollback(conn)

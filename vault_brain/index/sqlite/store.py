@@ -45,7 +45,7 @@ from vault_brain.index.shared import (
     tier_named,
     with_parents,
 )
-from vault_brain.index.sqlite import fulltext
+from vault_brain.index.sqlite import fulltext, totals
 from vault_brain.index.text import languages_of
 
 if TYPE_CHECKING:
@@ -717,12 +717,35 @@ class Reads:
             "SELECT n.path, t.tag FROM tags t JOIN notes n ON n.rowid = t.note_rowid "
             "ORDER BY n.path, t.tag"
         )
-        return {"notes": notes, "chunks": chunks, "links": links, "tags": tags}
+        # What bm25() weighs words with: rows and words per column of each FTS5 table.
+        text = [(table, *totals.stored(self.conn, table)) for table in totals.TABLES]
+        return {"notes": notes, "chunks": chunks, "links": links, "tags": tags, "text": text}
 
 
 class Writes(Reads):
     """Queries that change the index. Only ever on the write connection, inside
     `SqliteIndex.transaction()`."""
+
+    def __init__(
+        self, conn: Connection, owner: object | None = None, memo: dict | None = None
+    ) -> None:
+        super().__init__(conn, owner, memo)
+        # [rows, words per column] deleted from each FTS5 table: taken off its totals
+        # before COMMIT (index/sqlite/totals.py).
+        self._gone = totals.nothing_gone()
+
+    def finish(self) -> None:
+        """What the transaction owes before its COMMIT: FTS5's totals without the rows it
+        deleted, as a fresh index of the same files has them."""
+        totals.subtract(self.conn, self._gone)
+        self._gone = totals.nothing_gone()
+
+    def _delete_text_rows(self, table: str, rowids: Sequence[int]) -> None:
+        """Rows out of an FTS5 table, their sizes noted for `finish`."""
+        gone = totals.sizes(self.conn, table, rowids)
+        marks = ",".join("?" * len(rowids))
+        self._run(f"DELETE FROM {table} WHERE rowid IN ({marks})", list(rowids))
+        self._gone[table] = [a + b for a, b in zip(self._gone[table], gone, strict=True)]
 
     def _run(self, sql: str, params: Sequence[object] = ()) -> object:
         return self.conn.execute(sql, params)  # type: ignore[attr-defined]
@@ -755,8 +778,7 @@ class Writes(Reads):
             r[0] for r in self._all("SELECT rowid FROM chunks WHERE note_rowid = ?", (rowid,))
         ]
         if chunk_ids:
-            marks = ",".join("?" * len(chunk_ids))
-            self._run(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", chunk_ids)
+            self._delete_text_rows("chunks_fts", chunk_ids)
             for tier in TIERS.values():
                 if self.has_vector_table(tier.name):
                     # One rowid at a time: vec0 answers `rowid IN (...)` by reading every
@@ -766,7 +788,7 @@ class Writes(Reads):
                     )
                     self.bump_vector_epoch(tier.name)
             self._run("DELETE FROM chunks WHERE note_rowid = ?", (rowid,))
-        self._run("DELETE FROM notes_fts WHERE rowid = ?", (rowid,))
+        self._delete_text_rows("notes_fts", [rowid])
         self._run("DELETE FROM tags WHERE note_rowid = ?", (rowid,))
         self._run("DELETE FROM aliases WHERE note_rowid = ?", (rowid,))
         self._run("DELETE FROM links WHERE note_rowid = ?", (rowid,))
@@ -917,6 +939,7 @@ class Writes(Reads):
         for name, create in FTS_TABLES.items():
             self._run(f"DROP TABLE IF EXISTS {name}")
             self._run(create)
+        self._gone = totals.nothing_gone()
 
     def forget_text_index(self) -> None:
         """Where the damaged full-text tables cannot be dropped (their own b-tree pages are
@@ -936,12 +959,14 @@ class Writes(Reads):
             self._run("PRAGMA writable_schema = RESET")  # off, and the schema read anew
         for create in FTS_TABLES.values():
             self._run(create)
+        self._gone = totals.nothing_gone()
 
     def clear_notes(self) -> None:
         """Every note, chunk, link and vector gone, caches kept: a full rebuild then costs
         what a first index costs, and re-embeds nothing it has embedded before."""
         for table in ("chunks_fts", "notes_fts"):
             self._run(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
+        self._gone = totals.nothing_gone()  # delete-all zeroes the totals itself
         for tier in TIERS.values():
             if self.has_vector_table(tier.name):
                 self._run(f"DELETE FROM {tier.table}")
