@@ -480,7 +480,7 @@ class Indexer:
         (`Indexing(0, 0)`). A record left by a process that died mid-pass is ignored once
         no process holds the lock."""
         with self.index.read() as r:
-            raw = r.get_meta("indexing")
+            raw = r.parsed_meta("indexing", lambda value: value)  # remembered: every search asks
             complete = self._indexed_once or r.get_meta(INDEXED_AT) is not None
         if complete:
             self._indexed_once = True

@@ -126,3 +126,42 @@ def test_impacts_follow_the_notes_mean_length_after_maintain(vault, pg_and_sqlit
     expected = ranked(lite, "common", 3)
     assert all(p.startswith("Long") for p, _ in expected)  # the case this test is about
     assert same(ranked(pg, "common", 3), expected)
+
+
+def held_groups(brain, words: str, filters: Filters | None = None) -> dict[str, set[int]]:
+    """Which groups of the query each of its best notes holds, as the calibration asks
+    after ranking them (Postgres answers from the ranking), by path."""
+    with brain.index.read() as r:
+        query = text_query(r, words)
+        found = [n for n, _ in r.search_text_notes(query, filters or Filters(), 50)]
+        held = r.text_matches(query, found)
+        paths = r.notes_by_rowids(found)
+    return {paths[n].path: held.get(n, set()) for n in found}
+
+
+def sqlite_groups(brain, words: str, paths: list[str]) -> dict[str, set[int]]:
+    """The same question of SQLite for these notes: FTS5 reads their text."""
+    with brain.index.read() as r:
+        query = text_query(r, words)
+        rowids = {p: r.note_by_path(p).rowid for p in paths}
+        held = r.text_matches(query, list(rowids.values()))
+    return {p: held.get(n, set()) for p, n in rowids.items()}
+
+
+def test_the_groups_a_ranked_note_holds_are_its_words_as_sqlite_reads_them(
+    vault, pg_and_sqlite, monkeypatch
+):
+    """Postgres takes them from the postings the notes ranking read (no second look at
+    the notes' text): the same groups as SQLite's FTS5 finds in the same notes, for
+    words read whole and cut short, a CJK prefix form and a filtered search."""
+    words_vault(vault)
+    vault.write("中文.md", "# 中文\n\n中国 common 人民\n")
+    vault.write("Sub/Deep.md", "# Deep\n\nrare common padding\n")
+    pg, lite = pg_and_sqlite()
+    monkeypatch.setattr(fulltext, "POSTINGS_PER_TERM", 3)
+    for words in (*QUERIES, "rare padding gardening", "中 common", "nothing at all"):
+        got = held_groups(pg, words)
+        assert got == sqlite_groups(lite, words, list(got)), words
+        assert all(got.values()), words  # a ranked note holds some word of the query
+    folder = Filters(folder="Sub")
+    assert held_groups(pg, "rare common", folder) == {"Sub/Deep.md": {0, 1}}

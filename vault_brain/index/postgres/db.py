@@ -161,6 +161,9 @@ class Changes:
         self._thread.join(5)
 
 
+READ_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"  # a read's one snapshot
+
+
 class PostgresIndex:
     """One vault's index in one schema of a Postgres server with pgvector."""
 
@@ -301,12 +304,8 @@ class PostgresIndex:
     def read(self) -> Iterator[Reads]:
         """Named read queries on one snapshot (REPEATABLE READ): never waits for writers."""
         with self._pool.connection() as conn:
-            try:
-                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            except psycopg.Error as exc:
-                raise self._error(exc, "read") from exc
-            try:
-                yield Reads(conn, self, self._remembered())
+            try:  # BEGIN goes with the first query (Reads._execute)
+                yield Reads(conn, self, self._remembered(), READ_BEGIN)
             except psycopg.Error as exc:
                 raise self._error(exc, "read") from exc
             finally:

@@ -62,6 +62,8 @@ TIERS = make_tiers("vectors_instant", "vectors_strong")
 BATCH_RESOLVE = 50
 # Up to this many vectors a KNN is an exact scan (the same hits as SQLite's); above, HNSW.
 EXACT_VECTORS = 20_000
+# HNSW's candidate list: this many a hit asked for (hnsw.ef_search, 40 to 1,000).
+HNSW_EF_PER_HIT = 2.0
 # The query's noise level (median and spread of its cosines) from at most this many.
 NOISE_SAMPLE = 20_000
 MAD_TO_SIGMA = 1.4826
@@ -99,11 +101,24 @@ def _tier(name: str) -> Tier:
 class Reads:
     """Queries that only read, on one snapshot (a connection of the reader pool)."""
 
-    def __init__(self, conn: Any, owner: Any, memo: Callable[[str, Callable[[], T]], T] | None):
+    def __init__(
+        self,
+        conn: Any,
+        owner: Any,
+        memo: Callable[[str, Callable[[], T]], T] | None,
+        begin: str | None = None,
+    ):
         self.conn = conn
+        # The snapshot's BEGIN, sent with the first query (one round trip for both; a read
+        # that asks nothing, its answers remembered, sends neither it nor a ROLLBACK).
+        self._begin = begin
         self._owner = owner  # the PostgresIndex
         self._memo = memo  # remembers values until the index changes (LISTEN/NOTIFY)
         self._phrase_memo: dict[tuple, list[Phrase]] = {}  # one search asks up to 3 times
+        self._df_memo: dict[tuple, dict[str, dict[str, int]]] = {}
+        # The forms each note of the last notes ranking holds, by that ranking's forms
+        # (`_keep_held`): `text_matches` answers from it without reading the notes again.
+        self._held: tuple[tuple[str, ...], dict[int, list[int]]] | None = None
 
     def per_version(self, name: str, compute: Callable[[], T]) -> T:
         """compute(), remembered until any process commits to this vault's index (the
@@ -112,11 +127,22 @@ class Reads:
             return compute()
         return self._memo(name, compute)
 
+    def _execute(self, sql: str, params: Sequence[object] = ()) -> Any:
+        if self._begin is None:
+            return self.conn.execute(sql, params)
+        begin, self._begin = self._begin, None
+        if ";" in sql:  # several statements (no parameters, no rows): one simple query
+            return self.conn.execute(f"{begin}; {sql}")
+        with self.conn.pipeline():
+            self.conn.execute(begin)
+            cursor = self.conn.execute(sql, params)
+        return cursor
+
     def _one(self, sql: str, params: Sequence[object] = ()) -> tuple | None:
-        return self.conn.execute(sql, params).fetchone()
+        return self._execute(sql, params).fetchone()
 
     def _all(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
-        return self.conn.execute(sql, params).fetchall()
+        return self._execute(sql, params).fetchall()
 
     # -- meta ----------------------------------------------------------------------------
 
@@ -420,8 +446,7 @@ class Reads:
     def _phrases_now(self, query: TextQuery, kind: str, rows: int) -> list[Phrase]:
         terms_table = "note_terms" if kind == "notes" else "chunk_terms"
         forms = [f for group in query.groups for f in group]
-        plain = sorted({fulltext.fold(f) for f in forms if not f.endswith("*")})
-        df = dict(self._all(f"SELECT term, df FROM {terms_table} WHERE term = ANY(%s)", (plain,)))
+        df = self._plain_df(forms)[kind]
         out = []
         for form in forms:
             if form.endswith("*"):
@@ -448,6 +473,22 @@ class Reads:
                 count = df.get(term, 0)
                 out.append(Phrase(form, (term,), False, count, fulltext.idf(rows, count)))
         return out
+
+    def _plain_df(self, forms: Sequence[str]) -> dict[str, dict[str, int]]:
+        """How many notes and how many chunks hold each plain (not prefix) form, both
+        asked in one round trip (a search needs both) and kept for this snapshot."""
+        plain = sorted({fulltext.fold(f) for f in forms if not f.endswith("*")})
+        key = tuple(plain)
+        if key not in self._df_memo:
+            found: dict[str, dict[str, int]] = {"notes": {}, "chunks": {}}
+            for kind, term, df in self._all(
+                "SELECT 'notes', term, df FROM note_terms WHERE term = ANY(%s) UNION ALL "
+                "SELECT 'chunks', term, df FROM chunk_terms WHERE term = ANY(%s)",
+                (plain, plain),
+            ):
+                found[kind][term] = df
+            self._df_memo[key] = found
+        return self._df_memo[key]
 
     def _bm25(
         self,
@@ -569,47 +610,51 @@ class Reads:
         add up to; then the best of them scored with every word (exact BM25, as
         `_exact_ranked`): a form whose notes were all read adds what was read, one that
         was cut short is looked up by key. The same ranking as the exact one whenever no
-        word is held by more notes than it reads."""
+        word is held by more notes than it reads. One statement; each note's forms are
+        kept for `text_matches` (`_keep_held`)."""
         k = per_term or fulltext.POSTINGS_PER_TERM
         terms, idfs, ids = fulltext.scoring_arrays(phrases)
         share = Counter(ids)
         ks = [k if share[i] == 1 else max(fulltext.MIN_PREFIX_POSTINGS, k // share[i]) for i in ids]
         whole = [phrases[i].df <= ks[j] for j, i in enumerate(ids)]  # every holder read
-        score = f"sum(idf * {fulltext.impact_sql('w', 'flen', '%s')})"
         cut = not all(whole)
         pool = max(limit * fulltext.RESCORE_FACTOR, fulltext.RESCORE_MIN) if cut else limit
-        top = f"""
+        # The pool is chosen by each posting read weighed alone (one grouping of the rows
+        # read, not one per form and then per note: a third of this query's time); its
+        # notes are then scored exactly, a prefix form's words counted together. (Skipping
+        # the lookups of notes a form's postings read already held saved no time.)
+        part = fulltext.impact_sql("w", "flen", "%s")
+        sql = f"""
             WITH q AS (
                 SELECT * FROM unnest(%s::text[], %s::float8[], %s::int[], %s::int[], %s::bool[])
                     AS q(term, idf, id, k, whole)
-            ), top AS (
-                SELECT t.note, t.flen, q.id, max(q.idf) AS idf, sum(t.w) AS w, bool_and(q.whole)
-                    AS whole
+            ), top AS MATERIALIZED (
+                SELECT q.id, q.idf, q.whole, t.note, t.w, t.flen
                 FROM q CROSS JOIN LATERAL (
                     SELECT p.note, p.w, p.flen FROM note_postings p
                     WHERE p.term = q.term ORDER BY p.imp DESC LIMIT q.k
-                ) t GROUP BY t.note, t.flen, q.id
+                ) t
             ), pool AS (
-                SELECT note, {score} AS s FROM top GROUP BY note ORDER BY s DESC, note LIMIT %s
-            )"""
-        params: list[object] = [terms, idfs, ids, ks, whole, avgdl, pool]
-        if not cut:
-            sql = f"{top} SELECT note, s FROM pool ORDER BY s DESC, note"
-        else:
-            sql = f"""{top}, hits AS (
-                    SELECT t.note, t.flen, t.id, t.idf, t.w FROM top t
-                    WHERE t.whole AND t.note IN (SELECT note FROM pool)
-                    UNION ALL
-                    SELECT p.note, p.flen, q.id, max(q.idf), sum(p.w)
-                    FROM pool c CROSS JOIN (SELECT * FROM q WHERE NOT q.whole) q
-                    CROSS JOIN LATERAL (
-                        SELECT p.note, p.w, p.flen FROM note_postings p
-                        WHERE p.note = c.note AND p.term = q.term OFFSET 0
-                    ) p GROUP BY p.note, p.flen, q.id
-                )
-                SELECT note, {score} AS s FROM hits GROUP BY note ORDER BY s DESC, note LIMIT %s"""
-            params += [avgdl, limit]
-        return [(r[0], r[1]) for r in self._all(sql, params)]
+                SELECT note FROM top GROUP BY note ORDER BY sum(idf * {part}) DESC, note LIMIT %s
+            ), found AS (
+                SELECT t.note, t.id, t.idf, t.w, t.flen FROM top t
+                WHERE t.whole AND t.note IN (SELECT note FROM pool)
+                UNION ALL
+                SELECT p.note, x.id, x.idf, p.w, p.flen
+                FROM pool c CROSS JOIN (SELECT * FROM q WHERE NOT q.whole) x
+                CROSS JOIN LATERAL (
+                    SELECT p.note, p.w, p.flen FROM note_postings p
+                    WHERE p.note = c.note AND p.term = x.term OFFSET 0
+                ) p
+            ), hits AS (
+                SELECT note, flen, id, max(idf) AS idf, sum(w) AS w
+                FROM found GROUP BY note, flen, id
+            )
+            SELECT note, sum(idf * {part}) AS s, array_agg(id) FROM hits GROUP BY note
+            ORDER BY s DESC, note LIMIT %s"""
+        rows = self._all(sql, (terms, idfs, ids, ks, whole, avgdl, pool, avgdl, limit))
+        self._keep_held(phrases, rows)
+        return [(r[0], r[1]) for r in rows]
 
     def _exact_ranked(
         self, phrases: Sequence[Phrase], filters: Filters, limit: int, avgdl: float
@@ -624,6 +669,7 @@ class Reads:
             final, params = "FROM scored s", []
         score = f"sum(idf * {fulltext.impact_sql('w', 'flen', '%s')})"
         found: list[tuple[int, float]] = []
+        rows: list[tuple] = []
         for essential, rest in fulltext.essential_rounds(phrases):
             chosen = set(essential)
             flags = [ids[i] in chosen for i in range(len(terms))]
@@ -641,16 +687,24 @@ class Reads:
                     SELECT p.note, p.flen, q.id, max(q.idf) AS idf, sum(p.w) AS w
                     FROM {source} GROUP BY p.note, p.flen, q.id
                 ), scored AS (
-                    SELECT note, {score} AS s FROM hits GROUP BY note
+                    SELECT note, {score} AS s, array_agg(id) AS held FROM hits GROUP BY note
                 )
-                SELECT s.note, s.s {final} ORDER BY s.s DESC, s.note LIMIT %s"""
-            found = [
-                (r[0], r[1])
-                for r in self._all(sql, (terms, idfs, ids, flags, avgdl, *params, limit))
-            ]
+                SELECT s.note, s.s, s.held {final} ORDER BY s.s DESC, s.note LIMIT %s"""
+            rows = self._all(sql, (terms, idfs, ids, flags, avgdl, *params, limit))
+            found = [(r[0], r[1]) for r in rows]
             if not rest or (len(found) >= limit and found[-1][1] > rest):
                 break
+        self._keep_held(phrases, rows)
         return found
+
+    def _keep_held(self, phrases: Sequence[Phrase], rows: Sequence[tuple]) -> None:
+        """Remember which forms each ranked note holds (rows: note, score, phrase numbers
+        it holds), unless a prefix form stands for only its PREFIX_TERMS commonest words
+        (a note may hold a rarer one: `text_matches` then asks the notes' text)."""
+        if any(p.prefix and len(p.terms) >= fulltext.PREFIX_TERMS for p in phrases):
+            self._held = None
+            return
+        self._held = (tuple(p.form for p in phrases), {r[0]: r[2] for r in rows})
 
     def search_text_within(
         self, query: TextQuery, note_rowids: Sequence[int], limit: int
@@ -691,6 +745,17 @@ class Reads:
         found: dict[int, set[int]] = {}
         if not note_rowids:
             return found
+        held = self._held_by(query, note_rowids)
+        if held is not None:
+            forms, by_note = held
+            groups_of = [
+                {g for g, group in enumerate(query.groups) if form in group} for form in forms
+            ]
+            for rowid in note_rowids:
+                hold = set().union(*(groups_of[i] for i in by_note[rowid]))
+                if hold:
+                    found[rowid] = hold
+            return found
         groups = [fulltext.tsquery(group) for group in query.groups]
         tests = ", ".join("tsv @@ %s::tsquery" for _ in groups)
         rows = self._all(
@@ -702,6 +767,22 @@ class Reads:
             if held:
                 found[rowid] = held
         return found
+
+    def _held_by(
+        self, query: TextQuery, note_rowids: Sequence[int]
+    ) -> tuple[tuple[str, ...], dict[int, list[int]]] | None:
+        """(the forms, the numbers of those each note holds), known from this snapshot's
+        notes ranking of the same query when it ranked all these notes; else None. A form
+        a note holds is one of its words (note_postings and its tsvector hold the same
+        words)."""
+        if self._held is None:
+            return None
+        rows, _ = self._stats("notes")
+        forms = tuple(p.form for p in self._phrases(query, "notes", rows) if p.terms)
+        known, held = self._held
+        if forms != known or not all(n in held for n in note_rowids):
+            return None
+        return known, held
 
     def chunks_of_notes(self, note_rowids: Sequence[int]) -> list[tuple[int, int, str, str]]:
         if not note_rowids:
@@ -786,10 +867,14 @@ class Reads:
         q = np.asarray(vector, dtype=np.float32)
         if not np.any(q):
             return VectorHits([], 0.0, 0.0)
-        # Only whether the tier is past EXACT_VECTORS matters: counted no further.
-        count = self._one(
-            f"SELECT count(*) FROM (SELECT 1 FROM {t.table} LIMIT {EXACT_VECTORS + 1}) s"
-        )[0]  # type: ignore[index]
+        # Only whether the tier is past EXACT_VECTORS matters: counted no further, and
+        # remembered until the index changes (1.2 ms of server time a search at 300k).
+        count = self.per_version(
+            f"vectors_past_exact:{tier}",
+            lambda: self._one(
+                f"SELECT count(*) FROM (SELECT 1 FROM {t.table} LIMIT {EXACT_VECTORS + 1}) s"
+            )[0],  # type: ignore[index]
+        )
         if filters.active:
             where, params = filter_sql(filters)
             rows = self._all(
@@ -805,8 +890,10 @@ class Reads:
                 (q, k),
             )
         else:
-            self.conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 2 * k))}")
-            self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            self._execute(  # one round trip (no parameters: one simple query)
+                f"SET LOCAL hnsw.ef_search = {max(40, min(1000, int(HNSW_EF_PER_HIT * k)))}; "
+                "SET LOCAL hnsw.iterative_scan = relaxed_order"
+            )
             rows = self._all(
                 f"""SELECT chunk_rowid, note_rowid, d FROM (
                         SELECT chunk_rowid, note_rowid, embedding <=> %s AS d
