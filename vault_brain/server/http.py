@@ -456,11 +456,11 @@ RESERVED_FDS = 64  # for the index (a few per SQLite connection), the watcher, l
 def connection_cap(configured: int) -> int:
     """server.max_connections, lowered to fit under the process's file-descriptor limit.
 
-    asyncio accepts up to a whole listen backlog of sockets before the protocol sees any of
-    them, and the connections a full server pushes out release their descriptors only on
-    the next turn of the loop: at a peak, held + a backlog + those being closed are open at
-    once. So connections get a third of what the index and watcher leave free (the backlog
-    is set to the cap): 64 under macOS's default limit of 256."""
+    asyncio accepts up to a whole listen backlog of sockets in one turn of the loop, before
+    the protocol sees any of them (`accept_batch`), and the connections a full server pushes
+    out release their descriptors turns later: at a peak, held + the accepts in flight +
+    those being closed are open at once. So connections get a third of what the index and
+    watcher leave free: 64 under macOS's default limit of 256."""
     try:
         import resource
 
@@ -470,6 +470,15 @@ def connection_cap(configured: int) -> int:
     if soft == resource.RLIM_INFINITY:
         return configured
     return max(8, min(configured, (soft - RESERVED_FDS) // 3))
+
+
+def accept_batch(cap: int) -> int:
+    """The listen backlog, which is also how many connections asyncio accepts in one turn
+    of the loop: a quarter of the cap. With the backlog at the whole cap, a client opening
+    connections as fast as it can kept several turns' accepts in flight (accepted, not yet
+    seen by the protocol, so nothing pushed out for them yet) and a server limited to 256
+    descriptors still met EMFILE now and then (1 CI run in ~8)."""
+    return max(8, cap // 4)
 
 
 def guarded_protocol(header_timeout: float, body_timeout: float, cap: int) -> type:
@@ -592,7 +601,7 @@ def make_uvicorn(settings: Settings, handle: BrainHandle, *, port: int | None = 
         host=server.host,
         port=server.port if port is None else port,
         http=guarded_protocol(server.header_timeout_seconds, server.body_timeout_seconds, cap),
-        backlog=cap,
+        backlog=accept_batch(cap),
         log_config=None,
         access_log=False,
         lifespan="on",
