@@ -36,6 +36,8 @@ QUERIES = 200
 
 
 def _varints(blob: bytes) -> list[int]:
+    """SQLite's varints, decoded here rather than by vault_brain/index/sqlite/totals.py:
+    the child imports the tree under test, and the older tree has no such module."""
     out, i = [], 0
     while i < len(blob):
         value = 0

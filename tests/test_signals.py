@@ -76,12 +76,13 @@ def test_a_log_line_written_by_a_signal_handler_during_another_does_not_deadlock
     assert sorted(events) == ["from_handler", "outer"]  # both lines whole, none lost
 
 
-@pytest.mark.skipif(not hasattr(signal, "SIGTERM"), reason="no SIGTERM here")
-def test_sigterm_while_the_watcher_logs_stops_it_cleanly(tmp_path):
+def _assert_watch_stops_cleanly(tmp_path: Path, prelude: str) -> None:
+    """`vault-brain watch` on a one-note vault, run after `prelude` (the code that sends
+    the signal): it must exit 0, having logged the signal and then its stop."""
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "note.md").write_text("# A note\n\nSome words.\n", encoding="utf-8")
-    script = TRAP.format(sig="SIGTERM", mark='"warm_socket"') + textwrap.dedent(
+    script = prelude + textwrap.dedent(
         f"""
         from vault_brain.cli import main
         sys.argv = ["vault-brain", "watch", "--vault", {str(vault)!r}]
@@ -92,6 +93,11 @@ def test_sigterm_while_the_watcher_logs_stops_it_cleanly(tmp_path):
     events = [json.loads(line).get("event") for line in r.stderr.splitlines() if "{" in line]
     assert r.returncode == 0, r.stderr[-2000:]
     assert "watch_signal" in events and events[-1] == "watch_stopped", events
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGTERM"), reason="no SIGTERM here")
+def test_sigterm_while_the_watcher_logs_stops_it_cleanly(tmp_path):
+    _assert_watch_stops_cleanly(tmp_path, TRAP.format(sig="SIGTERM", mark='"warm_socket"'))
 
 
 # Sent to this thread only (pthread_kill), once the main thread waits for a signal: as when
@@ -118,17 +124,4 @@ threading.Thread(target=strike, daemon=True).start()
 
 @pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="no thread-directed signals")
 def test_sigterm_delivered_to_another_thread_stops_the_watcher(tmp_path):
-    vault = tmp_path / "vault"
-    vault.mkdir()
-    (vault / "note.md").write_text("# A note\n\nSome words.\n", encoding="utf-8")
-    script = OTHER_THREAD + textwrap.dedent(
-        f"""
-        from vault_brain.cli import main
-        sys.argv = ["vault-brain", "watch", "--vault", {str(vault)!r}]
-        main()
-        """
-    )
-    r = _run(script)
-    events = [json.loads(line).get("event") for line in r.stderr.splitlines() if "{" in line]
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert "watch_signal" in events and events[-1] == "watch_stopped", events
+    _assert_watch_stops_cleanly(tmp_path, OTHER_THREAD)
