@@ -38,11 +38,38 @@ def pytest_configure(config: pytest.Config) -> None:
         pass  # no shared model cache: graphs are built in this run's folder
     config.stash[_CACHE_KEY] = (run, os.environ.get("XDG_CACHE_HOME"))
     os.environ["XDG_CACHE_HOME"] = str(run)
+    _no_residents(run, config)
+
+
+def _no_residents(run: Path, config: pytest.Config) -> None:
+    """The suite runs hundreds of CLI searches: none of them leaves a warm resident
+    (vault_brain/resident.py) unless its test asks for one with VAULT_BRAIN_SEARCH_KEEP_WARM.
+    Said by a user config of this run, since most tests drop the VAULT_BRAIN_* variables of
+    their own environment before they start a subprocess (and by that variable too, for
+    the rest)."""
+    user = run / "config"
+    (user / "vault-brain").mkdir(parents=True)
+    (user / "vault-brain" / "config.toml").write_text("[search]\nkeep_warm = 0\n")
+    config.stash[_CONFIG_KEY] = (
+        os.environ.get("XDG_CONFIG_HOME"),
+        os.environ.get("VAULT_BRAIN_SEARCH_KEEP_WARM"),
+    )
+    os.environ["XDG_CONFIG_HOME"] = str(user)
+    os.environ["VAULT_BRAIN_SEARCH_KEEP_WARM"] = "0"
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     import shutil
 
+    for name, value in zip(
+        ("XDG_CONFIG_HOME", "VAULT_BRAIN_SEARCH_KEEP_WARM"),
+        config.stash.get(_CONFIG_KEY, (None, None)),
+        strict=True,
+    ):
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
     run, before = config.stash.get(_CACHE_KEY, (None, None))
     if run is None:
         return
@@ -54,6 +81,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 _CACHE_KEY = pytest.StashKey[tuple]()
+_CONFIG_KEY = pytest.StashKey[tuple]()
 
 
 def shared_path(*parts: str) -> Path:

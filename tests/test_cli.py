@@ -310,7 +310,7 @@ def test_a_vault_config_with_an_endpoint_is_refused_until_trusted(small_vault, t
         "timeout_seconds = 1\n",
         encoding="utf-8",
     )
-    env = {"HOME": str(tmp_path / "home")}
+    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": ""}  # trust goes under HOME
     refused = run("status", "--vault", str(small_vault.root), env=env)
     assert refused.returncode == 2
     assert "embed.base_url" in refused.stderr and "vault-brain trust" in refused.stderr

@@ -344,7 +344,10 @@ def search(
     json_out: JsonOpt = False,
 ) -> None:
     """Search the vault: a running watch or serve answers it (its models are loaded), else
-    this process does, syncing first when no watcher keeps the index fresh."""
+    this process does, syncing first when no watcher keeps the index fresh, and then
+    leaves a warm resident in the background that answers the next searches fast (a stat
+    pass first, as here); it exits after search.keep_warm seconds (300) without one.
+    Turn it off with VAULT_BRAIN_SEARCH_KEEP_WARM=0 or keep_warm = 0 in [search]."""
     if mode is not None and mode not in MODES:
         raise _fail(f"--mode must be one of {', '.join(MODES)}, not {mode!r}", 2)
     settings = _settings(vault, config)
@@ -377,6 +380,25 @@ def search(
             except InvalidInput as exc:
                 raise _fail(f"--max-tokens: {exc.message}", 2) from None
     _print_search(result, None, 0, cut, max_tokens, json_out, explain, text=text)
+    _leave_warm(settings, config)
+
+
+def _leave_warm(settings: Settings, config: str | None) -> None:
+    """After an in-process search, a warm resident for the next ones (search.keep_warm
+    seconds idle, vault_brain/resident.py); the output is printed already."""
+    sys.stdout.flush()
+    from vault_brain import resident
+
+    resident.spawn(settings, config)
+
+
+@app.command("resident", hidden=True)
+def resident_(vault: VaultOpt = None, config: ConfigOpt = None) -> None:
+    """The warm resident that `search` starts in the background (not for typing)."""
+    settings = _settings(vault, config)
+    from vault_brain import resident
+
+    resident.run(settings)
 
 
 def _warm_search(settings: Settings, query: str, asked: dict[str, Any]) -> Any:
@@ -660,16 +682,39 @@ def _print_import(report: Any) -> None:
 def status(vault: VaultOpt = None, config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
     """Counts, pending work, the models and the index size; the e5 tier's pace and time left
     while a process embeds it; who holds the index (a watcher or server that keeps it in
-    step, or an `index` run in progress, with its pid)."""
+    step, or an `index` run in progress, with its pid); the warm resident a search left,
+    when one runs (its pid, since when, its idle limit)."""
     settings = _settings(vault, config)
     log.use_human_output()
     with _brain(settings) as brain:
         st = brain.status()
+    from vault_brain import warm
+
+    answering = warm.ask_info(settings)
+    resident = answering if answering and answering.get("kind") == "resident" else None
     if json_out:
-        _dump(dataclasses.asdict(st))
+        _dump({**dataclasses.asdict(st), "resident": resident})
         return
-    for key, value in _status_lines(st):
+    for key, value in _status_lines(st) + _resident_lines(resident):
         typer.echo(f"{key:<12} {value}")
+
+
+def _resident_lines(info: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The warm resident a search left (vault_brain/resident.py), when one runs."""
+    if info is None:
+        return []
+    import time
+
+    since = time.strftime("%H:%M:%S", time.localtime(info["since"]))
+    idle = f"; exits when idle for {info['keep_warm']} s" if info.get("keep_warm") else ""
+    answered = info.get("answered", 0)
+    return [
+        (
+            "warm",
+            f"a resident (pid {info['pid']}, since {since}) answers CLI searches "
+            f"({answered} so far){idle}",
+        )
+    ]
 
 
 def _status_lines(st: Any) -> list[tuple[str, str]]:

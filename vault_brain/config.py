@@ -97,6 +97,8 @@ class SearchSettings:
     limit: int = 8
     min_score: float = 0.15  # hits scoring lower are not returned (calibrated scores)
     candidates: int = 150  # chunks each arm retrieves for fusion (at least 15 per hit asked)
+    # Seconds a warm resident started by a CLI search stays without a request (0: none).
+    keep_warm: int = 300
 
 
 @dataclass
@@ -362,6 +364,7 @@ def _validate(s: Settings, problems: list[str]) -> None:
         ("embed", "dimension"),
         ("watch", "debounce_ms"),
         ("index", "fresh_read_seconds"),
+        ("search", "keep_warm"),
     ]:
         if getattr(getattr(s, section), key) < 0:
             problems.append(f"{section}.{key}: must be 0 or more")

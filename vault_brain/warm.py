@@ -9,6 +9,11 @@ CLI tries it first and falls back to searching in-process when nobody answers (n
 a stale socket left by a killed one, a platform without unix sockets, a watcher with other
 settings).
 
+A CLI search that nobody answered leaves a warm resident behind (vault_brain/resident.py):
+a background process that answers here as a watcher does, until it is idle for a while.
+A watcher or server that starts meanwhile asks it to leave (the `leave` op) and takes the
+socket; `info` says who answers (status shows it).
+
 One request per connection, one JSON line each way. Only the user who runs the watcher can
 connect: the socket is 0600 in a folder of theirs. The settings that shape an answer are
 fingerprinted, so a CLI run with another config or environment searches in-process rather
@@ -23,8 +28,10 @@ import os
 import socket
 import tempfile
 import threading
-from collections.abc import Callable
-from dataclasses import asdict
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +52,63 @@ MAX_LINE = 8 * 1024 * 1024
 # read-only, so asking twice is harmless).
 ANSWER_WAIT_SECONDS = 30.0
 SEARCH_ARGS = ("limit", "mode", "tags", "folder", "since", "until", "explain", "min_score")
+# How long a starting watcher waits for a resident it asked to leave.
+LEAVE_WAIT_SECONDS = 15.0
+
+
+@dataclass
+class Host:
+    """The process that answers on the socket, as `info` reports it. A resident also brings
+    the index in step before each answer (`before_search`, given the request's mode) and
+    leaves when a watcher asks."""
+
+    kind: str = "watcher"  # watcher | resident
+    keep_warm: int | None = None  # a resident's idle limit, seconds
+    before_search: Callable[[str | None], None] | None = None
+    pid: int = field(default_factory=os.getpid)
+    since: float = field(default_factory=time.time)
+    answered: int = 0
+    leave: threading.Event = field(default_factory=threading.Event)
+    stop_listening: Callable[[], None] = lambda: None
+    path: Path | None = None  # the socket, once bound
+    inode: int = 0
+    _busy: int = 0
+    _last: float = field(default_factory=time.monotonic)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def idle_seconds(self) -> float:
+        """Seconds since the last request ended; 0 while one is being answered."""
+        with self._lock:
+            return 0.0 if self._busy else time.monotonic() - self._last
+
+    @contextmanager
+    def busy(self) -> Iterator[None]:
+        with self._lock:
+            self._busy += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._busy -= 1
+                self._last = time.monotonic()
+
+    def busy_now(self) -> bool:
+        with self._lock:
+            return self._busy > 0
+
+    def count_answer(self) -> None:
+        with self._lock:
+            self.answered += 1
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "pid": self.pid,
+            "since": round(self.since, 3),
+            "keep_warm": self.keep_warm,
+            "answered": self.answered,
+            "idle_seconds": round(self.idle_seconds(), 1),
+        }
 
 
 def available() -> bool:
@@ -56,7 +120,8 @@ def fingerprint(settings: Settings) -> str:
     shaping = {
         "vault": str(settings.vault_path),
         "index": settings.index_location,  # hashed: a server URL's password stays here
-        "search": asdict(settings.search),
+        # keep_warm says how long a resident stays, not what it answers
+        "search": {k: v for k, v in asdict(settings.search).items() if k != "keep_warm"},
         "embed": asdict(settings.embed),
         "text": asdict(settings.text),
         "chunk": asdict(settings.chunk),
@@ -113,6 +178,23 @@ def ask_search(settings: Settings, query: str, **args: Any) -> dict[str, Any] | 
     return None
 
 
+def answering(settings: Settings) -> bool:
+    """Some process answers on this vault's socket (whatever its settings)."""
+    return available() and any(p.exists() and _answers(p) for p in socket_paths(settings))
+
+
+def ask_info(settings: Settings) -> dict[str, Any] | None:
+    """Who answers CLI searches for this vault (Host.info: kind, pid, since, keep_warm,
+    answered, idle_seconds), or None when nobody does."""
+    if not available():
+        return None
+    for path in socket_paths(settings):
+        reply = _exchange(path, {"v": PROTOCOL, "op": "info"})
+        if reply is not None and reply.get("ok") and isinstance(reply.get("info"), dict):
+            return reply["info"]
+    return None
+
+
 def _exchange(path: Path, request: dict[str, Any]) -> dict[str, Any] | None:
     try:
         if not path.exists():
@@ -164,76 +246,150 @@ def _read_line(sock: socket.socket) -> bytes | None:
 # -- the watcher's side -----------------------------------------------------------------
 
 
-def listen(brain: Brain) -> Callable[[], None]:
+def listen(brain: Brain, host: Host | None = None) -> Callable[[], None]:
     """Answer CLI searches for `brain`'s vault on a local socket, from a daemon thread,
     until the returned function is called. Does nothing (and says why in the log) when
-    another process answers already or no socket can be made."""
+    another process answers already or no socket can be made. A watcher (the default
+    host) asks a resident that answers there to leave, and takes its place."""
     if not available():
         return lambda: None
+    host = host or Host()
     fp = fingerprint(brain.settings)
     paths = socket_paths(brain.settings)
     for path in paths:
-        server = _bind(path)
+        try:
+            server = _bind(path, evict=host.kind == "watcher")
+        except _Taken:
+            return lambda: None  # another process answers for the vault: not a second place
         if server is not None:
-            return _start(server, path, brain, fp)
+            return _start(server, path, brain, fp, host)
     if not paths:
         log.event("warm_socket_unavailable", error="no socket path short enough")
     return lambda: None
 
 
-def _start(server: socket.socket, path: Path, brain: Brain, fp: str) -> Callable[[], None]:
+def bound_here(path: Path, inode: int) -> bool:
+    """The socket file at `path` is still the one this process bound (not gone, not a
+    successor's)."""
+    try:
+        return os.stat(path).st_ino == inode
+    except OSError:
+        return False
+
+
+def _start(
+    server: socket.socket, path: Path, brain: Brain, fp: str, host: Host
+) -> Callable[[], None]:
     stop = threading.Event()
     thread = threading.Thread(
-        target=_serve, args=(server, brain, fp, stop), name="vault-brain-warm", daemon=True
+        target=_serve,
+        args=(server, brain, fp, stop, host),
+        name="vault-brain-warm",
+        daemon=True,
     )
     thread.start()
-    log.event("warm_socket", path=str(path))
     inode = os.stat(path).st_ino
+    log.event("warm_socket", path=str(path), kind=host.kind, inode=inode)
+
+    once = threading.Lock()
 
     def close() -> None:
+        if not once.acquire(blocking=False):
+            return  # closed already: the name may be a successor's by now
         stop.set()
+        # The name goes first, while this socket still answers there: a successor replaces
+        # only a socket nobody answers on, so the file checked is ours (once closed, its
+        # inode number may be the successor's at once).
         try:
-            try:
-                server.shutdown(socket.SHUT_RDWR)  # wakes the accept() under way (Linux)
-            except OSError:
-                pass
-            server.close()
-        finally:
-            try:  # only our own socket: a successor may have bound the name since
-                if os.stat(path).st_ino == inode:
-                    path.unlink()
-            except OSError:
-                pass
+            if bound_here(path, inode):
+                path.unlink()
+        except OSError:
+            pass
+        try:
+            server.shutdown(socket.SHUT_RDWR)  # wakes the accept() under way (Linux)
+        except OSError:
+            pass
+        server.close()
 
+    host.stop_listening, host.path, host.inode = close, path, inode
     return close
 
 
-def _bind(path: Path) -> socket.socket | None:
-    """A listening socket at `path`, or None when another live process listens there or the
-    folder cannot hold one. A socket file nobody answers on (a killed watcher's) is
-    replaced."""
+class _Taken(Exception):
+    """Another live process answers at the socket path."""
+
+
+def _bind(path: Path, *, evict: bool = False) -> socket.socket | None:
+    """A listening socket at `path`, or None when the folder cannot hold one; _Taken when
+    another live process listens there (then no other path is tried). A socket file nobody
+    answers on (a killed watcher's) is replaced; with `evict` (a watcher starting), so is a
+    resident's, once it has left.
+    One process at a time looks and binds (a lock file beside the socket), so two
+    residents racing leave one."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if path.exists():
-            if _answers(path):
-                log.event("warm_socket_taken", path=str(path))
-                return None
-            path.unlink()
-        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            old = os.umask(0o177)  # the socket is born 0600: no window for other users
-            try:
-                server.bind(str(path))
-            finally:
-                os.umask(old)
-            server.listen(16)
-        except OSError:
-            server.close()
-            raise
+        with _binding(path):
+            return _bind_locked(path, evict)
     except OSError as exc:
         log.event("warm_socket_unavailable", path=str(path), error=str(exc)[:200])
         return None
+
+
+@contextmanager
+def _binding(path: Path) -> Iterator[None]:
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): the bind alone decides
+        yield
+        return
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _bind_locked(path: Path, evict: bool) -> socket.socket | None:
+    if path.exists():
+        if evict and _resident_left(path):
+            pass  # its socket is gone, or nobody answers on it any more
+        elif _answers(path):
+            log.event("warm_socket_taken", path=str(path))
+            raise _Taken
+        if path.exists():
+            path.unlink()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        old = os.umask(0o177)  # the socket is born 0600: no window for other users
+        try:
+            server.bind(str(path))
+        finally:
+            os.umask(old)
+        server.listen(16)
+    except OSError:
+        server.close()
+        raise
     return server
+
+
+def _resident_left(path: Path) -> bool:
+    """Ask the resident answering at `path` to leave and wait until it has; False when
+    what answers there is not a resident (a watcher, another version) or stays."""
+    reply = _exchange(path, {"v": PROTOCOL, "op": "info"})
+    info = reply.get("info") if reply and reply.get("ok") else None
+    if not isinstance(info, dict) or info.get("kind") != "resident":
+        return False
+    reply = _exchange(path, {"v": PROTOCOL, "op": "leave"})
+    if not reply or not reply.get("ok"):
+        return False
+    deadline = time.monotonic() + LEAVE_WAIT_SECONDS
+    while path.exists() and _answers(path):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    log.event("warm_resident_left", pid=info.get("pid"))
+    return True
 
 
 def _answers(path: Path) -> bool:
@@ -246,47 +402,62 @@ def _answers(path: Path) -> bool:
         return False
 
 
-def _serve(server: socket.socket, brain: Brain, fp: str, stop: threading.Event) -> None:
+def _serve(server: socket.socket, brain: Brain, fp: str, stop: threading.Event, host: Host) -> None:
     while not stop.is_set():
         try:
             conn, _ = server.accept()
         except OSError:
             return  # closed
         threading.Thread(
-            target=_answer, args=(conn, brain, fp), name="vault-brain-warm-call", daemon=True
+            target=_answer,
+            args=(conn, brain, fp, host),
+            name="vault-brain-warm-call",
+            daemon=True,
         ).start()
 
 
-def _answer(conn: socket.socket, brain: Brain, fp: str) -> None:
-    with conn:
+def _answer(conn: socket.socket, brain: Brain, fp: str, host: Host) -> None:
+    with conn, host.busy():
         try:
             conn.settimeout(ANSWER_WAIT_SECONDS)
             line = _read_line(conn)
-            reply = _reply(brain, fp, line)
+            reply = _reply(brain, fp, line, host)
             conn.sendall(json.dumps(reply, ensure_ascii=False, default=str).encode() + b"\n")
         except OSError:
             return  # the CLI went away; it searches in-process
 
 
-def _reply(brain: Brain, fp: str, line: bytes | None) -> dict[str, Any]:
+def _reply(brain: Brain, fp: str, line: bytes | None, host: Host) -> dict[str, Any]:
     try:
         request = json.loads(line) if line is not None else None
     except ValueError:
         request = None
     if not isinstance(request, dict) or request.get("v") != PROTOCOL:
         return {"ok": False, "error": {"code": "PROTOCOL", "message": "not understood"}}
+    op = request.get("op")
+    if op == "info":
+        return {"ok": True, "info": host.info()}
+    if op == "leave":
+        if host.kind != "resident":
+            return {"ok": False, "error": {"code": "PROTOCOL", "message": "a watcher stays"}}
+        host.stop_listening()  # the socket is gone before the watcher reads this reply
+        host.leave.set()
+        return {"ok": True}
     if request.get("fingerprint") != fp:
         return {"ok": False, "error": {"code": "SETTINGS", "message": "other settings"}}
-    if request.get("op") != "search":
+    if op != "search":
         return {"ok": False, "error": {"code": "PROTOCOL", "message": "unknown op"}}
     args = {k: v for k, v in (request.get("args") or {}).items() if k in SEARCH_ARGS}
     args["tags"] = tuple(args.get("tags") or ())
     try:
+        if host.before_search is not None:
+            host.before_search(args.get("mode"))
         result = brain.search(str(request.get("query", "")), **args)
     except VaultBrainError as exc:
         return {"ok": False, "refused": True, "error": exc.to_dict()}
     except Exception as exc:  # noqa: BLE001 - the CLI searches in-process and shows it
         log.warn("warm_search_failed", error=type(exc).__name__)
         return {"ok": False, "error": {"code": "INTERNAL", "message": type(exc).__name__}}
-    log.event("warm_search", hits=len(result.hits))
+    host.count_answer()
+    log.event("warm_search", hits=len(result.hits), kind=host.kind)
     return {"ok": True, "result": asdict(result)}
