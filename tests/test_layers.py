@@ -29,7 +29,7 @@ def _modules(*parts: str) -> list[Path]:
 
 
 def test_cli_and_server_reach_the_index_and_vault_only_through_service():
-    for path in _modules("cli.py") + _modules("server"):
+    for path in _modules("cli.py") + _modules("server") + _modules("resident.py"):
         bad = {
             m
             for m in _imports(path)

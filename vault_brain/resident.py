@@ -90,6 +90,7 @@ def run(settings: Settings) -> str:
     brain = Brain(settings, one_shot=False)
     host = warm.Host(
         kind="resident",
+        ready=False,
         keep_warm=settings.search.keep_warm,
         before_search=lambda asked: _refresh(brain, asked or mode),
     )
@@ -104,6 +105,7 @@ def run(settings: Settings) -> str:
                 "resident_started", pid=os.getpid(), keep_warm=host.keep_warm, path=str(host.path)
             )
             _warm_up(brain, mode)
+            host.ready = True
             index_inode = _inode(settings.index_path) if settings.index_path else None
             reason = None
             while reason is None:

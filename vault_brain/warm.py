@@ -68,6 +68,7 @@ class Host:
     pid: int = field(default_factory=os.getpid)
     since: float = field(default_factory=time.time)
     answered: int = 0
+    ready: bool = True  # a resident: False until its models are loaded
     leave: threading.Event = field(default_factory=threading.Event)
     stop_listening: Callable[[], None] = lambda: None
     path: Path | None = None  # the socket, once bound
@@ -107,6 +108,7 @@ class Host:
             "since": round(self.since, 3),
             "keep_warm": self.keep_warm,
             "answered": self.answered,
+            "ready": self.ready,
             "idle_seconds": round(self.idle_seconds(), 1),
         }
 
