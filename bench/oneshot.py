@@ -98,13 +98,17 @@ def resident_ready(sock: Path) -> dict:
             raise SystemExit("no resident became ready in 300 s (search.keep_warm = 0?)")
         time.sleep(0.02)
     pid = info["pid"]
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    ticks = os.sysconf("SC_CLK_TCK")
-    info["cpu_s"] = (int(fields[11]) + int(fields[12])) / ticks
+    info["cpu_s"] = cpu_of(pid)
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             info["rss_mb"] = int(line.split()[1]) / 1024
     return info
+
+
+def cpu_of(pid: int) -> float:
+    """User + system CPU seconds a running process has spent."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _state(pid: int) -> str:
@@ -167,16 +171,20 @@ def main(argv: list[str] | None = None) -> int:
         timed(qmd[0], qmd[1], tempfile.gettempdir())
     runs: dict[str, list[tuple[float, float, float]]] = {}
     residents: list[dict] = []
+    answers: dict[str, list[float]] = {}  # the resident's CPU seconds per answer, per mode
     loads = []
     for _ in range(args.rounds):
         for mode, cmd in modes.items():
             no_resident(sock)
             first = f"{mode}: first search (in-process, then starts the resident)"
             runs.setdefault(first, []).append(timed(cmd, env, str(REPO)))
-            residents.append(resident_ready(sock))
+            resident = resident_ready(sock)
+            residents.append(resident)
             later = f"{mode}: later searches (the resident answers)"
             for _ in range(args.later):
                 runs.setdefault(later, []).append(timed(cmd, env, str(REPO)))
+            spent = cpu_of(resident["pid"]) - resident["cpu_s"]
+            answers.setdefault(mode, []).append(spent / args.later)
         if qmd:
             label = "qmd search (full text, its one mode)"
             runs.setdefault(label, []).append(timed(qmd[0], qmd[1], tempfile.gettempdir()))
@@ -200,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
     resident = {
+        "answer_cpu_s_median": {m: round(statistics.median(v), 3) for m, v in answers.items()},
         "rss_mb_median": round(statistics.median(r["rss_mb"] for r in residents)),
         "rss_mb_max": round(max(r["rss_mb"] for r in residents)),
         "start_cpu_s_median": round(statistics.median(r["cpu_s"] for r in residents), 3),
@@ -222,7 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"the resident: RSS {resident['rss_mb_median']} MB (max {resident['rss_mb_max']}), "
-        f"{resident['start_cpu_s_median']} CPU s to start (median of {len(residents)})"
+        f"{resident['start_cpu_s_median']} CPU s to start (median of {len(residents)}); "
+        "CPU s per answer (its stat pass and search, beside the CLI's own): "
+        + ", ".join(f"{m} {v}" for m, v in resident["answer_cpu_s_median"].items())
     )
     report = {
         "machine": machine(),

@@ -236,3 +236,23 @@ def test_a_search_with_other_settings_is_not_answered_by_the_resident(warm_vault
     assert len(json.loads(one.stdout)["results"]) == 1
     assert _status(vault.root)["resident"]["answered"] == 0
     assert len(_residents(vault.root)) == 1  # its own resident could not bind: gone
+
+
+@pytest.mark.slow
+def test_on_the_default_settings_the_resident_answers_hybrid_with_the_same_bytes(small_vault):  # noqa: F811
+    """With the instant and e5 tiers on (a default `index`): the resident's answer, raw
+    scores and each arm's evidence included, is what the in-process search printed."""
+    on = {"VAULT_BRAIN_SEARCH_KEEP_WARM": "300"}
+    assert run("index", "--vault", str(small_vault.root), env=on).returncode == 0
+    try:
+        first = _search(small_vault.root, "steeping tea temperature", on, "--explain")
+        assert json.loads(first.stdout)["results"][0]["path"] == "Notes/Tea.md"
+        wait_until(lambda: _status(small_vault.root, on)["resident"], "a resident")
+        wait_until(lambda: _status(small_vault.root, on)["resident"]["ready"], "its models")
+        second = _search(small_vault.root, "steeping tea temperature", on, "--explain")
+        assert second.stdout == first.stdout
+        assert _status(small_vault.root, on)["resident"]["answered"] == 1
+    finally:
+        for pid in _residents(small_vault.root):
+            os.kill(pid, signal.SIGTERM)
+        wait_until(lambda: not _residents(small_vault.root), "the resident ended")
