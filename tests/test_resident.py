@@ -228,14 +228,20 @@ def test_keep_warm_0_starts_no_resident(warm_vault):
     assert _status(vault.root, env=off)["resident"] is None
 
 
-def test_a_search_with_other_settings_is_not_answered_by_the_resident(warm_vault):
-    vault, _ = warm_vault
+def test_a_search_with_other_settings_replaces_the_resident(warm_vault):
+    vault, log = warm_vault
     _search(vault.root)
-    _resident_up(vault.root)
-    one = _search(vault.root, env={**WARM, "VAULT_BRAIN_SEARCH_LIMIT": "1"})
+    old = _resident_up(vault.root)["pid"]
+    other = {**WARM, "VAULT_BRAIN_SEARCH_LIMIT": "1"}  # the config changed, say
+    one = _search(vault.root, env=other)  # not answered by the resident: in-process
     assert len(json.loads(one.stdout)["results"]) == 1
-    assert _status(vault.root)["resident"]["answered"] == 0
-    assert len(_residents(vault.root)) == 1  # its own resident could not bind: gone
+    wait_until(lambda: not _alive(old), "the resident for the old settings gone")
+    new = wait_until(lambda: _status(vault.root, other)["resident"], "a resident for the new")
+    assert new["pid"] != old and new["answered"] == 0
+    again = _search(vault.root, env=other)
+    assert again.stdout == one.stdout
+    assert _status(vault.root, other)["resident"]["answered"] == 1
+    assert [e["reason"] for e in _events(log, "resident_exit")] == ["asked"]
 
 
 @pytest.mark.slow

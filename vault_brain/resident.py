@@ -39,11 +39,12 @@ DRAIN_SECONDS = 5.0  # at exit, how long an answer under way may take to finish
 
 def spawn(settings: Settings, config_file: str | None) -> bool:
     """Start a resident for these settings, detached, unless keep_warm is 0, the platform
-    has no unix sockets or something answers on the socket already (a resident, or a
-    watcher with other settings). True when one was started."""
-    if settings.search.keep_warm <= 0 or not warm.available() or os.name != "posix":
+    has no unix sockets, or something answers on the socket already (a resident for these
+    settings, or a watcher with other ones; a resident for other settings is replaced).
+    True when one was started."""
+    if settings.search.keep_warm <= 0 or os.name != "posix":
         return False
-    if warm.answering(settings):
+    if not warm.room_for_resident(settings):
         return False
     args = [sys.executable, "-m", "vault_brain", "resident", "--vault", str(settings.vault_path)]
     if config_file:

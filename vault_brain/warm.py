@@ -68,6 +68,7 @@ class Host:
     pid: int = field(default_factory=os.getpid)
     since: float = field(default_factory=time.time)
     answered: int = 0
+    fingerprint: str = ""  # of the settings it answers for
     ready: bool = True  # a resident: False until its models are loaded
     leave: threading.Event = field(default_factory=threading.Event)
     stop_listening: Callable[[], None] = lambda: None
@@ -108,6 +109,7 @@ class Host:
             "since": round(self.since, 3),
             "keep_warm": self.keep_warm,
             "answered": self.answered,
+            "fingerprint": self.fingerprint,
             "ready": self.ready,
             "idle_seconds": round(self.idle_seconds(), 1),
         }
@@ -180,9 +182,23 @@ def ask_search(settings: Settings, query: str, **args: Any) -> dict[str, Any] | 
     return None
 
 
-def answering(settings: Settings) -> bool:
-    """Some process answers on this vault's socket (whatever its settings)."""
-    return available() and any(p.exists() and _answers(p) for p in socket_paths(settings))
+def room_for_resident(settings: Settings) -> bool:
+    """Nothing answers on this vault's socket, or only a resident for other settings (the
+    config or environment changed since it started), which is asked to leave."""
+    if not available():
+        return False
+    for path in socket_paths(settings):
+        if not path.exists() or not _answers(path):
+            continue
+        reply = _exchange(path, {"v": PROTOCOL, "op": "info"})
+        info = reply.get("info") if reply and reply.get("ok") else None
+        if not isinstance(info, dict) or info.get("kind") != "resident":
+            return False  # a watcher or server (with other settings): it stays
+        if info.get("fingerprint") == fingerprint(settings):
+            return False  # it answers these settings already
+        if not _resident_left(path):
+            return False
+    return True
 
 
 def ask_info(settings: Settings) -> dict[str, Any] | None:
@@ -256,7 +272,7 @@ def listen(brain: Brain, host: Host | None = None) -> Callable[[], None]:
     if not available():
         return lambda: None
     host = host or Host()
-    fp = fingerprint(brain.settings)
+    fp = host.fingerprint = fingerprint(brain.settings)
     paths = socket_paths(brain.settings)
     for path in paths:
         try:
