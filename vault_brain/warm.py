@@ -79,7 +79,7 @@ class Host:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def idle_seconds(self) -> float:
-        """Seconds since the last request ended; 0 while one is being answered."""
+        """Seconds since the last search ended; 0 while one is being answered."""
         with self._lock:
             return 0.0 if self._busy else time.monotonic() - self._last
 
@@ -435,7 +435,7 @@ def _serve(server: socket.socket, brain: Brain, fp: str, stop: threading.Event, 
 
 
 def _answer(conn: socket.socket, brain: Brain, fp: str, host: Host) -> None:
-    with conn, host.busy():
+    with conn:
         try:
             conn.settimeout(ANSWER_WAIT_SECONDS)
             line = _read_line(conn)
@@ -468,9 +468,10 @@ def _reply(brain: Brain, fp: str, line: bytes | None, host: Host) -> dict[str, A
     args = {k: v for k, v in (request.get("args") or {}).items() if k in SEARCH_ARGS}
     args["tags"] = tuple(args.get("tags") or ())
     try:
-        if host.before_search is not None:
-            host.before_search(args.get("mode"))
-        result = brain.search(str(request.get("query", "")), **args)
+        with host.busy():  # only a search keeps a resident (status's info does not)
+            if host.before_search is not None:
+                host.before_search(args.get("mode"))
+            result = brain.search(str(request.get("query", "")), **args)
     except VaultBrainError as exc:
         return {"ok": False, "refused": True, "error": exc.to_dict()}
     except Exception as exc:  # noqa: BLE001 - the CLI searches in-process and shows it
