@@ -32,7 +32,6 @@ import importlib.util
 import json
 import os
 import platform
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -307,6 +306,8 @@ class E5Embedder:
                 warn("e5_kept_graph_rejected", kernel=kernel, agreement=round(agreement, 5))
                 cache.drop(name + CHECKED)  # type: ignore[union-attr]
                 cache.drop(name)  # type: ignore[union-attr]
+            import tempfile  # (and random): only when a graph is built
+
             with tempfile.TemporaryDirectory(prefix="vault-brain-e5-") as scratch:
                 optimised = os.path.join(scratch, "graph.onnx") if name else ""
                 try:

@@ -22,7 +22,6 @@ from vault_brain.index.hashes import iso_utc
 from vault_brain.index.links import link_keys
 from vault_brain.index.port import Index, SyncWrites, Writes
 from vault_brain.index.records import INSTANT, ChunkRow, StoredStat
-from vault_brain.index.workers import ParsePool, WorkerError
 from vault_brain.vault.scan import FileStat, is_ignored, scan_vault
 
 if TYPE_CHECKING:
@@ -311,6 +310,7 @@ class Syncer:
         if not jobs:
             return
         from vault_brain.index.prepare import prepare  # chunking loads only when needed
+        from vault_brain.index.workers import ParsePool, WorkerError
 
         workers = min(MAX_WORKERS, os.cpu_count() or 1)
         if len(jobs) >= PARALLEL_MIN and workers >= 2:
