@@ -3,6 +3,7 @@ entry points that wrap a Brain). Exit codes: 0 ok, 1 runtime error, 2 usage or c
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
@@ -16,6 +17,7 @@ from vault_brain import __version__, log
 from vault_brain.config import CONFIG_NAME, INDEX_DIR, Settings, load_settings
 from vault_brain.contract import MODES, SEARCH_LIMIT_MAX
 from vault_brain.errors import ConfigError, InvalidExport, InvalidInput, NotFound, VaultBrainError
+from vault_brain.records import plain
 
 app = typer.Typer(
     name="vault-brain",
@@ -347,7 +349,8 @@ def search(
     this process does, syncing first when no watcher keeps the index fresh, and then
     leaves a warm resident in the background that answers the next searches fast (a stat
     pass first, as here); it exits after search.keep_warm seconds (300) without one.
-    Turn it off with VAULT_BRAIN_SEARCH_KEEP_WARM=0 or keep_warm = 0 in [search]."""
+    The first search pays in full. Turn the resident off with search.keep_warm = 0 in a
+    config.toml, or VAULT_BRAIN_SEARCH_KEEP_WARM=0."""
     if mode is not None and mode not in MODES:
         raise _fail(f"--mode must be one of {', '.join(MODES)}, not {mode!r}", 2)
     settings = _settings(vault, config)
@@ -445,7 +448,7 @@ def _print_search(
 def _search_json(result: Any, hits: list[Any], omitted: int, explain: bool) -> str:
     """`search --json`, as README documents it: `indexing` is always there (null when no
     first pass runs), `omitted` only when --max-tokens left hits out."""
-    rows = [dataclasses.asdict(h) for h in hits]
+    rows = [plain(h) for h in hits]
     if not explain:
         for row in rows:
             row.pop("explain", None)
@@ -511,7 +514,7 @@ def get(
         except NotFound as exc:
             raise _fail(exc.message, 1) from None
     if json_out:
-        _dump(dataclasses.asdict(view))
+        _dump(plain(view))
         return
     typer.echo(f"# {view.title}")
     typer.echo(f"id: {view.id}  path: {view.path}  version: {view.version}")
@@ -576,7 +579,7 @@ def restore(
         current = brain.current_version(path)
         result = brain.restore(path, name, version=current)
     if json_out:
-        _dump(dataclasses.asdict(result))
+        _dump(plain(result))
         return
     typer.echo(f"restored {path} from {name} (version {result.version})")
 
@@ -693,7 +696,7 @@ def status(vault: VaultOpt = None, config: ConfigOpt = None, json_out: JsonOpt =
     answering = warm.ask_info(settings)
     resident = answering if answering and answering.get("kind") == "resident" else None
     if json_out:
-        _dump({**dataclasses.asdict(st), "resident": resident})
+        _dump({**plain(st), "resident": resident})
         return
     for key, value in _status_lines(st) + _resident_lines(resident):
         typer.echo(f"{key:<12} {value}")
@@ -932,7 +935,7 @@ def _root(
 
 def main() -> None:
     try:
-        app()
+        _app_for(sys.argv[1:])()
     except KeyboardInterrupt:
         sys.exit(130)
     except SystemExit as exc:
@@ -946,3 +949,24 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _app_for(args: list[str]) -> typer.Typer:
+    """The command line for these arguments. When they start with a command's name, only
+    that command is built: typer reads every command's signature and type hints to build
+    the whole tree, 10 of a one-shot search's CPU-ms. Anything else (no command, an option
+    first, a misspelt name) gets the whole tree, with its help and suggestions."""
+    if not args or args[0].startswith("-"):
+        return app
+    chosen = [c for c in app.registered_commands if _command_name(c) == args[0]]
+    if not chosen:
+        return app
+    lean = copy.copy(app)  # the same settings, callback (--version) and help
+    lean.registered_commands = chosen
+    return lean
+
+
+def _command_name(command: Any) -> str:
+    if command.name:
+        return str(command.name)
+    return str(command.callback.__name__).replace("_", "-")

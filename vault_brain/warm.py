@@ -26,12 +26,11 @@ import hashlib
 import json
 import os
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,27 +55,35 @@ SEARCH_ARGS = ("limit", "mode", "tags", "folder", "since", "until", "explain", "
 LEAVE_WAIT_SECONDS = 15.0
 
 
-@dataclass
 class Host:
     """The process that answers on the socket, as `info` reports it. A resident also brings
     the index in step before each answer (`before_search`, given the request's mode) and
-    leaves when a watcher asks."""
+    leaves when a watcher asks. (A plain class: the CLI's warm client imports this module
+    for every search, and a dataclass costs its import a millisecond.)"""
 
-    kind: str = "watcher"  # watcher | resident
-    keep_warm: int | None = None  # a resident's idle limit, seconds
-    before_search: Callable[[str | None], None] | None = None
-    pid: int = field(default_factory=os.getpid)
-    since: float = field(default_factory=time.time)
-    answered: int = 0
-    fingerprint: str = ""  # of the settings it answers for
-    ready: bool = True  # a resident: False until its models are loaded
-    leave: threading.Event = field(default_factory=threading.Event)
-    stop_listening: Callable[[], None] = lambda: None
-    path: Path | None = None  # the socket, once bound
-    inode: int = 0
-    _busy: int = 0
-    _last: float = field(default_factory=time.monotonic)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    def __init__(
+        self,
+        kind: str = "watcher",  # watcher | resident
+        *,
+        keep_warm: int | None = None,  # a resident's idle limit, seconds
+        before_search: Callable[[str | None], None] | None = None,
+        ready: bool = True,  # a resident: False until its models are loaded
+    ) -> None:
+        self.kind = kind
+        self.keep_warm = keep_warm
+        self.before_search = before_search
+        self.ready = ready
+        self.pid = os.getpid()
+        self.since = time.time()
+        self.answered = 0
+        self.fingerprint = ""  # of the settings it answers for, once listening
+        self.leave = threading.Event()
+        self.stop_listening: Callable[[], None] = lambda: None
+        self.path: Path | None = None  # the socket, once bound
+        self.inode = 0
+        self._busy = 0
+        self._last = time.monotonic()
+        self._lock = threading.Lock()
 
     def idle_seconds(self) -> float:
         """Seconds since the last search ended; 0 while one is being answered."""
@@ -149,6 +156,8 @@ def _runtime_dir() -> Path:
     base = os.environ.get("XDG_RUNTIME_DIR")
     if base and Path(base).is_dir():
         return Path(base) / "vault-brain"
+    import tempfile  # (and random): not for a client whose runtime folder is set
+
     uid = os.getuid() if hasattr(os, "getuid") else 0
     return Path(tempfile.gettempdir()) / f"vault-brain-{uid}"
 
@@ -479,4 +488,6 @@ def _reply(brain: Brain, fp: str, line: bytes | None, host: Host) -> dict[str, A
         return {"ok": False, "error": {"code": "INTERNAL", "message": type(exc).__name__}}
     host.count_answer()
     log.event("warm_search", hits=len(result.hits), kind=host.kind)
-    return {"ok": True, "result": asdict(result)}
+    from vault_brain.records import plain
+
+    return {"ok": True, "result": plain(result)}
