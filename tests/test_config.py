@@ -420,3 +420,16 @@ def test_the_vault_given_on_the_command_line_wins_over_a_vault_configs_path(tmp_
     vault.mkdir()
     vault_config(vault, '[vault]\npath = "../.."\n')
     assert load_settings(vault=str(vault), env=user_env(tmp_path)).vault_path == vault.resolve()
+
+
+@pytest.mark.parametrize("value", ["-1", "86401"])
+def test_keep_warm_is_bounded_so_a_vault_config_cannot_leave_a_process_for_ever(tmp_path, value):
+    """search.keep_warm is a key a vault's own config may set (its section is safe): a day
+    at most, so a shared vault cannot keep a resident alive indefinitely."""
+    (tmp_path / ".vault-brain").mkdir()
+    (tmp_path / ".vault-brain" / "config.toml").write_text(f"[search]\nkeep_warm = {value}\n")
+    with pytest.raises(ConfigError, match="search.keep_warm"):
+        load_settings(vault=str(tmp_path), env={})
+    fine = tmp_path / ".vault-brain" / "config.toml"
+    fine.write_text("[search]\nkeep_warm = 86400\n")
+    assert load_settings(vault=str(tmp_path), env={}).search.keep_warm == 86_400

@@ -38,6 +38,8 @@ INDEX_FILE = "index.db"
 INDEXES_DIR = "indexes"  # under the user's cache folder: one folder per vault
 VAULT_MARKER = "vault.txt"  # in a vault's index folder: the vault it belongs to
 CANDIDATES_MIN, CANDIDATES_MAX = 10, 5_000  # search.candidates: chunks per arm
+# search.keep_warm: a vault's own config may set it, so not a process that never leaves.
+KEEP_WARM_MAX = 86_400
 USER_DIR_NAME = "vault-brain"  # under $XDG_CONFIG_HOME, ~/.config, or %APPDATA%
 TRUST_NAME = "trusted.json"
 REMOTE_PROVIDERS = ("ollama", "openai")
@@ -363,7 +365,6 @@ def _validate(s: Settings, problems: list[str]) -> None:
         ("embed", "dimension"),
         ("watch", "debounce_ms"),
         ("index", "fresh_read_seconds"),
-        ("search", "keep_warm"),
     ]:
         if getattr(getattr(s, section), key) < 0:
             problems.append(f"{section}.{key}: must be 0 or more")
@@ -377,6 +378,8 @@ def _validate(s: Settings, problems: list[str]) -> None:
         problems.append("text.note_weight: must be between 0 and 1")
     if not 0.0 <= s.search.vector_weight <= 1.0:
         problems.append("search.vector_weight: must be between 0 and 1")
+    if not 0 <= s.search.keep_warm <= KEEP_WARM_MAX:
+        problems.append(f"search.keep_warm: must be between 0 and {KEEP_WARM_MAX} (a day)")
     if not CANDIDATES_MIN <= s.search.candidates <= CANDIDATES_MAX:
         problems.append(f"search.candidates: must be between {CANDIDATES_MIN} and {CANDIDATES_MAX}")
     if not 0 < s.server.port < 65536:
