@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -168,6 +169,78 @@ def test_help_lists_every_command():
     r = run("--help")
     for cmd in ("init", "index", "reindex", "search", "get", "status", "watch", "serve", "trust"):
         assert cmd in r.stdout
+
+
+def test_a_command_built_alone_parses_and_helps_as_in_the_whole_tree():
+    """`vault-brain <command> …` builds only that command (cli._app_for): its help, its
+    usage errors and its options must be the whole tree's, for every command."""
+    from typer.testing import CliRunner
+
+    from vault_brain.cli import _app_for, _command_name, app
+
+    runner = CliRunner()
+    names = [_command_name(c) for c in app.registered_commands]
+    assert {"search", "index", "watch", "serve", "status", "import"} <= set(names)
+    for name in names:
+        for args in ([name, "--help"], [name, "--no-such-option"]):
+            alone = runner.invoke(_app_for(args), args)
+            whole = runner.invoke(app, args)
+            assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output), args
+    assert _app_for(["serch", "x"]) is app  # a misspelt name gets the tree's suggestions
+    assert _app_for(["--version"]) is app
+
+
+def test_a_search_of_an_unchanged_vault_loads_no_note_or_write_code(small_vault):
+    """A one-shot search pays for every module it imports (docs/benchmarks.md, issue 23):
+    when no note changed, the note parser (YAML), the chunker, the write path, the secret
+    patterns and the `regex` package (an ASCII query) are not loaded at all. A note that
+    changed loads the parser, as it must."""
+    vault = str(small_vault.root)
+    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+    an_hour_ago = time.time() - 3600  # files saved just now are read again (sync.py: the tick)
+    for note in small_vault.root.rglob("*.md"):
+        os.utime(note, (an_hour_ago, an_hour_ago))
+    assert run("index", "--vault", vault, env=env).returncode == 0
+    lean = (
+        "yaml",
+        "regex",
+        "vault_brain.vault.note",
+        "vault_brain.vault.writer",
+        "vault_brain.vault.history",
+        "vault_brain.vault.render",
+        "vault_brain.index.chunking",
+        "vault_brain.text.secrets",
+        "importlib.metadata",
+    )
+    code = (
+        "import atexit, json, sys\n"
+        "before = set(sys.modules)\n"  # what the interpreter's own start loaded (site, .pth)
+        f"lean = {lean!r}\n"
+        "atexit.register(lambda: print('LOADED', json.dumps(sorted(m for m in lean "
+        "if m in sys.modules and m not in before)), file=sys.stderr))\n"
+        "from vault_brain.cli import main\n"
+        f"sys.argv = ['vault-brain', 'search', 'deploy the canary', '--vault', {vault!r}, "
+        "'--mode', 'fts', '--json']\n"
+        "main()\n"
+    )
+
+    def loaded() -> list[str]:
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_BRAIN_")}
+        r = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env={**full_env, **env},
+            timeout=120,
+        )
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["results"][0]["path"] == "How-to/Deploy.md"
+        line = [x for x in r.stderr.splitlines() if x.startswith("LOADED ")][-1]
+        return json.loads(line[len("LOADED ") :])
+
+    assert loaded() == []
+    small_vault.write("Notes/New.md", "# New\n\nA note written since the index.\n")
+    assert "vault_brain.vault.note" in loaded()
 
 
 def test_init_writes_config_and_indexes(small_vault):

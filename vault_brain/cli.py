@@ -3,6 +3,7 @@ entry points that wrap a Brain). Exit codes: 0 ok, 1 runtime error, 2 usage or c
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
@@ -887,7 +888,7 @@ def _root(
 
 def main() -> None:
     try:
-        app()
+        _app_for(sys.argv[1:])()
     except KeyboardInterrupt:
         sys.exit(130)
     except SystemExit as exc:
@@ -901,3 +902,24 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _app_for(args: list[str]) -> typer.Typer:
+    """The command line for these arguments. When they start with a command's name, only
+    that command is built: typer reads every command's signature and type hints to build
+    the whole tree, 10 of a one-shot search's CPU-ms. Anything else (no command, an option
+    first, a misspelt name) gets the whole tree, with its help and suggestions."""
+    if not args or args[0].startswith("-"):
+        return app
+    chosen = [c for c in app.registered_commands if _command_name(c) == args[0]]
+    if not chosen:
+        return app
+    lean = copy.copy(app)  # the same settings, callback (--version) and help
+    lean.registered_commands = chosen
+    return lean
+
+
+def _command_name(command: Any) -> str:
+    if command.name:
+        return str(command.name)
+    return str(command.callback.__name__).replace("_", "-")

@@ -22,7 +22,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -447,6 +446,8 @@ def user_cache_dir(env: Mapping[str, str]) -> Path:
     try:
         home = Path(env["HOME"]).expanduser() if env.get("HOME") else Path.home()
     except (RuntimeError, KeyError):
+        import tempfile  # (and random): rarely needed, so not at every command's start
+
         return Path(tempfile.gettempdir()) / f"{USER_DIR_NAME}-cache"
     if sys.platform == "darwin":
         return home / "Library" / "Caches" / USER_DIR_NAME
@@ -587,6 +588,8 @@ def _write_trust(env: Mapping[str, str], configs: Mapping[str, Mapping[str, str]
         )
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     body = json.dumps({"version": 1, "configs": configs}, indent=2, sort_keys=True) + "\n"
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".trusted-", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

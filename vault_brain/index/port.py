@@ -74,6 +74,11 @@ class SyncReads(Meta, Protocol):
         """Every indexed note's stat, by vault path."""
         ...
 
+    def note_stats(self) -> list[tuple[str, int, int]]:
+        """Every indexed note's (path, mtime_ns, size) in code-point order of the path (the
+        order of `sorted`): a pass that finds the vault as stored compares two lists."""
+        ...
+
     def load_stats_under(self, rel: str) -> dict[str, StoredStat]:
         """The note at `rel` and every note below it (a folder)."""
         ...

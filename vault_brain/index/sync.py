@@ -22,8 +22,6 @@ from vault_brain.index.hashes import iso_utc
 from vault_brain.index.links import link_keys
 from vault_brain.index.port import Index, SyncWrites, Writes
 from vault_brain.index.records import INSTANT, ChunkRow, StoredStat
-from vault_brain.index.workers import ParsePool, WorkerError
-from vault_brain.vault.note import Note, derived_id
 from vault_brain.vault.scan import FileStat, is_ignored, scan_vault
 
 if TYPE_CHECKING:
@@ -31,6 +29,7 @@ if TYPE_CHECKING:
 
     from vault_brain.embed.base import Embedder
     from vault_brain.index.prepare import Prepared
+    from vault_brain.vault.note import Note
 
 PARALLEL_MIN = 400  # files to parse before worker processes pay for their start-up
 MAX_WORKERS = 4
@@ -139,8 +138,15 @@ class Syncer:
                     # so, and a pass cut short (Ctrl-C, a crash) is continued, not redone.
                     text.mark_analyzed(w, languages)
         with self.index.read() as r:
-            indexed = r.load_stats()
             interrupted = bool(r.get_meta(LINKS_PENDING))
+            if not (full or reanalyse or interrupted) and r.note_stats() == scan.files:
+                # The vault as stored (the common pass: a one-shot search's refresh, a
+                # watcher's start): one list compared in C, no stat made per note.
+                n = len(scan.files)
+                report = SyncReport(scanned=n, unchanged=n, skipped=len(scan.skipped))
+                report.ms = round((time.perf_counter() - started) * 1000, 1)
+                return report
+            indexed = r.load_stats()
         if interrupted:
             # A pass of many batches was cut short before it resolved its links. Only the
             # indexer-lock holder runs big passes and sync_all, so none is under way now.
@@ -304,6 +310,7 @@ class Syncer:
         if not jobs:
             return
         from vault_brain.index.prepare import prepare  # chunking loads only when needed
+        from vault_brain.index.workers import ParsePool, WorkerError
 
         workers = min(MAX_WORKERS, os.cpu_count() or 1)
         if len(jobs) >= PARALLEL_MIN and workers >= 2:
@@ -411,6 +418,8 @@ class Syncer:
         return fallback
 
     def _fallback_id(self, w: SyncWrites, path: str) -> str:
+        from vault_brain.vault.note import derived_id  # note parsing: only when notes change
+
         candidate, n = derived_id(path), 1
         while (h := w.id_holder(candidate)) is not None and h != path:
             n += 1

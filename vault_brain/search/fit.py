@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +84,8 @@ class Fit:
             return fitted_floor(self.tops[lang], self.notes)
         script = script_of_language(lang)
         same = [k for k in self.tops if script_of_language(k) == script] or list(self.tops)
+        import statistics  # (and fractions, decimal): only for a language the bank lacks
+
         return statistics.median(fitted_floor(self.tops[k], self.notes) for k in same)
 
     def due(self, model: str, notes: int) -> bool:

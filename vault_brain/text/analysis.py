@@ -30,8 +30,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from typing import Any, NamedTuple
 
-import regex
 import Stemmer
 
 from vault_brain.text.stopwords import STOPWORDS
@@ -186,25 +186,56 @@ _CJK = (
 )
 # Thai, Lao, Myanmar (with extensions), Khmer (with symbols): written without spaces.
 _SEA = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff\ua9e0-\ua9ff\uaa60-\uaa7f"
-_TOKEN = regex.compile(
-    rf"(?P<cjk>[{_CJK}]+)|(?P<sea>[{_SEA}]+)|(?P<word>[[\p{{L}}\p{{M}}\p{{N}}]--[{_CJK}{_SEA}]]+)",
-    regex.V1,
-)
-_WORD = regex.compile(r"[\p{L}\p{M}\p{N}]+")
-# Text with none of these (CJK, the no-space scripts, or the blocks where combining marks
-# live) is split by the stdlib's much faster `re` into the same words.
-_SLOW = re.compile(
-    f"[{_CJK}{_SEA}\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f"
-    "\u0670\u06d6-\u06ed\u0711\u0730-\u074a\u07a6-\u07b0\u07eb-\u07f3\u0816-\u082d"
-    "\u0859-\u085b\u0898-\u08ff\u0900-\u0dff\u0f00-\u0fff\u1ab0-\u1aff\u1b00-\u1bff"
-    "\u1dc0-\u1dff\u20d0-\u20ff\u2cef-\u2cf1\u2de0-\u2dff\u302a-\u302f\u3099\u309a"
-    "\ua66f-\ua67d\ua8e0-\ua8f1\ufe00-\ufe0f\ufe20-\ufe2f\U00010000-\U0010ffff]"
-)
+
+
+class _Unicode(NamedTuple):
+    token: Any  # a CJK run, a Thai-like run or a word
+    word: Any  # a run of letters, marks and digits
+    cluster: Any  # a grapheme cluster
+
+
+@cache
+def _unicode() -> _Unicode:
+    """The patterns that need the `regex` package (Unicode properties, set difference,
+    grapheme clusters): compiled at the first text that needs them, so plain text (most
+    queries) never imports it (~9 ms of a one-shot CLI search)."""
+    import regex
+
+    token = regex.compile(
+        rf"(?P<cjk>[{_CJK}]+)|(?P<sea>[{_SEA}]+)|(?P<word>[[\p{{L}}\p{{M}}\p{{N}}]--[{_CJK}{_SEA}]]+)",
+        regex.V1,
+    )
+    return _Unicode(token, regex.compile(r"[\p{L}\p{M}\p{N}]+"), regex.compile(r"\X"))
+
+
+class _Scripts(NamedTuple):
+    special: re.Pattern[str]  # CJK or a no-space script: cut into grams
+    slow: re.Pattern[str]  # ... or a block where combining marks live: the `regex` split
+
+
+@cache
+def _scripts() -> _Scripts:
+    """Compiled at the first text that is not ASCII (7 ms: their ranges reach the astral
+    planes), so an ASCII query does not pay for them."""
+    return _Scripts(
+        re.compile(f"[{_CJK}{_SEA}]"),
+        re.compile(
+            f"[{_CJK}{_SEA}\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a"
+            "\u064b-\u065f\u0670\u06d6-\u06ed\u0711\u0730-\u074a\u07a6-\u07b0\u07eb-\u07f3"
+            "\u0816-\u082d\u0859-\u085b\u0898-\u08ff\u0900-\u0dff\u0f00-\u0fff\u1ab0-\u1aff"
+            "\u1b00-\u1bff\u1dc0-\u1dff\u20d0-\u20ff\u2cef-\u2cf1\u2de0-\u2dff\u302a-\u302f"
+            "\u3099\u309a\ua66f-\ua67d\ua8e0-\ua8f1\ufe00-\ufe0f\ufe20-\ufe2f"
+            "\U00010000-\U0010ffff]"
+        ),
+    )
+
+
+# Text with none of _Scripts.slow (CJK, the no-space scripts, or the blocks where
+# combining marks live) is split by the stdlib's much faster `re` into the same words.
 _FAST_WORD = re.compile(r"[^\W_]+")
 # ASCII text: every character but a letter or digit becomes a space, then str.split; the
 # same words as _FAST_WORD, 4x faster (str.translate has a table path for ASCII).
 _ASCII_SPACES = str.maketrans({c: " " for c in map(chr, range(128)) if not c.isalnum()})
-_SPECIAL = re.compile(f"[{_CJK}{_SEA}]")
 
 # Runs of scripts written without spaces are cut into overlapping n-grams: CJK into
 # character bigrams; Thai, Lao, Khmer and Myanmar into trigrams of grapheme clusters (a
@@ -213,7 +244,6 @@ _SPECIAL = re.compile(f"[{_CJK}{_SEA}]")
 # word segmenter (docs/benchmarks.md).
 CJK_NGRAM = 2
 SEA_NGRAM = 3
-_CLUSTER = regex.compile(r"\X")
 
 
 def normalize_language(value: object) -> str | None:
@@ -320,7 +350,7 @@ def _normalize(text: str) -> str:
 
 
 def _units(kind: str, run: str) -> list[str]:
-    return _CLUSTER.findall(run) if kind == "sea" else list(run)
+    return _unicode().cluster.findall(run) if kind == "sea" else list(run)
 
 
 def index_grams(kind: str, run: str) -> list[str]:
@@ -344,11 +374,11 @@ def query_grams(kind: str, run: str) -> list[str]:
 
 def _runs(text: str) -> Iterable[tuple[str, str]]:
     """(kind, text) of normalised text: "word", or a "cjk" / "sea" run to cut into grams."""
-    if not _SPECIAL.search(text):
+    if text.isascii() or not _scripts().special.search(text):
         for word in _split_words(text):
             yield "word", word
         return
-    for m in _TOKEN.finditer(text):
+    for m in _unicode().token.finditer(text):
         yield m.lastgroup, m.group()
 
 
@@ -356,9 +386,9 @@ def _split_words(text: str) -> list[str]:
     """Runs of letters, marks and digits (of text with no CJK or Thai)."""
     if text.isascii():
         return text.translate(_ASCII_SPACES).split()
-    if not _SLOW.search(text):
+    if not _scripts().slow.search(text):
         return _FAST_WORD.findall(text)
-    return _WORD.findall(text)
+    return _unicode().word.findall(text)
 
 
 def words(text: str) -> list[str]:
@@ -387,7 +417,7 @@ def analyze(text: str, lang: str) -> str:
     """Text as the FTS table stores it for a note in `lang`: space-separated terms."""
     text = _normalize(text)
     language = _language(lang if lang in LANGUAGES else "en")
-    if text.isascii() or not _SPECIAL.search(text):
+    if text.isascii() or not _scripts().special.search(text):
         tokens = _split_words(text)
         forms = list(map(language.cache.get, tokens))  # most words were seen before
         if None in forms:

@@ -166,6 +166,9 @@ class Reads:
         rows = self._all("SELECT path, rowid, mtime_ns, size, content_hash FROM notes")
         return {r[0]: StoredStat(r[1], r[2], r[3], r[4]) for r in rows}
 
+    def note_stats(self) -> list[tuple[str, int, int]]:
+        return self._all("SELECT path, mtime_ns, size FROM notes ORDER BY path")
+
     def load_stats_under(self, rel: str) -> dict[str, StoredStat]:
         rows = self._all(
             "SELECT path, rowid, mtime_ns, size, content_hash FROM notes "
