@@ -243,6 +243,28 @@ def test_a_search_of_an_unchanged_vault_loads_no_note_or_write_code(small_vault)
     assert "vault_brain.vault.note" in loaded()
 
 
+def test_a_search_of_an_unchanged_vault_writes_nothing_to_the_index(small_vault):
+    """A refresh that finds nothing changed must not write: a write transaction per
+    one-shot search cost four fsyncs (tens of ms on a VM) and the write lock."""
+    vault = str(small_vault.root)
+    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+    an_hour_ago = time.time() - 3600  # files saved just now are read again (sync.py: the tick)
+    for note in small_vault.root.rglob("*.md"):
+        os.utime(note, (an_hour_ago, an_hour_ago))
+    assert run("index", "--vault", vault, env=env).returncode == 0
+    index = index_of(small_vault.root)
+
+    def files() -> dict[str, tuple[int, int]]:
+        found = [index, index.with_name(index.name + "-wal")]
+        return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in found if p.exists()}
+
+    before = files()
+    for _ in range(2):
+        r = run("search", "deploy the canary", "--vault", vault, "--mode", "fts", env=env)
+        assert r.returncode == 0 and "Deploy" in r.stdout, r.stderr
+    assert files() == before
+
+
 def test_init_writes_config_and_indexes(small_vault):
     r = run("init", "--vault", str(small_vault.root), env={"VAULT_BRAIN_EMBED_PROVIDER": "none"})
     assert r.returncode == 0, r.stderr

@@ -9,7 +9,6 @@ out and counted, so a reader knows there was more.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 
 from vault_brain.errors import InvalidInput
@@ -58,7 +57,7 @@ def _cut_to_fit(
 ) -> tuple[Hit, str] | None:
     """The hit with its snippet shortened (and, if need be, no snippet and its summary
     shortened) so the reply fits; None when not even its id and title fit."""
-    no_snippet = dataclasses.replace(hit, snippet="")
+    no_snippet = hit._replace(snippet="")
     if count(render([*kept, no_snippet], left)) <= max_tokens:
         return _longest(hit, "snippet", kept, left, render, count, max_tokens)
     return _longest(no_snippet, "summary", kept, left, render, count, max_tokens)
@@ -79,7 +78,7 @@ def _longest(
 
     def attempt(n: int) -> tuple[Hit, str]:
         shown = "" if n == 0 else value[:n].rstrip() + ELLIPSIS
-        candidate = dataclasses.replace(hit, **{field: shown})
+        candidate = hit._replace(**{field: shown})
         return candidate, render([*kept, candidate], left)
 
     best = attempt(0)

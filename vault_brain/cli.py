@@ -17,6 +17,7 @@ from vault_brain import __version__, log
 from vault_brain.config import CONFIG_NAME, INDEX_DIR, Settings, load_settings
 from vault_brain.contract import MODES, SEARCH_LIMIT_MAX
 from vault_brain.errors import ConfigError, InvalidExport, InvalidInput, NotFound, VaultBrainError
+from vault_brain.records import plain
 
 app = typer.Typer(
     name="vault-brain",
@@ -424,7 +425,7 @@ def _print_search(
 def _search_json(result: Any, hits: list[Any], omitted: int, explain: bool) -> str:
     """`search --json`, as README documents it: `indexing` is always there (null when no
     first pass runs), `omitted` only when --max-tokens left hits out."""
-    rows = [dataclasses.asdict(h) for h in hits]
+    rows = [plain(h) for h in hits]
     if not explain:
         for row in rows:
             row.pop("explain", None)
@@ -490,7 +491,7 @@ def get(
         except NotFound as exc:
             raise _fail(exc.message, 1) from None
     if json_out:
-        _dump(dataclasses.asdict(view))
+        _dump(plain(view))
         return
     typer.echo(f"# {view.title}")
     typer.echo(f"id: {view.id}  path: {view.path}  version: {view.version}")
@@ -555,7 +556,7 @@ def restore(
         current = brain.current_version(path)
         result = brain.restore(path, name, version=current)
     if json_out:
-        _dump(dataclasses.asdict(result))
+        _dump(plain(result))
         return
     typer.echo(f"restored {path} from {name} (version {result.version})")
 
@@ -667,7 +668,7 @@ def status(vault: VaultOpt = None, config: ConfigOpt = None, json_out: JsonOpt =
     with _brain(settings) as brain:
         st = brain.status()
     if json_out:
-        _dump(dataclasses.asdict(st))
+        _dump(plain(st))
         return
     for key, value in _status_lines(st):
         typer.echo(f"{key:<12} {value}")

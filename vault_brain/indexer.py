@@ -384,8 +384,8 @@ class Indexer:
     ) -> SyncReport:
         """A stat pass over the whole vault (the caller holds the indexer lock). A vault's
         first pass publishes its progress from its first moment, whatever its size, and
-        every pass that completes records when (INDEXED_AT): until a first one has, answers
-        are partial and say so."""
+        the first pass that completes (and each full one) records when (INDEXED_AT): until
+        one has, answers are partial and say so."""
         first = full or not self.indexed_once()
         if first:
             self._publish_progress(Indexing(0, 0))  # counting the files
@@ -395,8 +395,13 @@ class Indexer:
             )
             if report.stopped:
                 return report  # not a completed pass: the index is still partial
-            with self.index.transaction() as w:
-                w.set_meta(INDEXED_AT, str(round(time.time(), 3)))
+            with self.index.read() as r:
+                recorded = r.get_meta(INDEXED_AT) is not None
+            if full or not recorded:
+                # Once is enough: a pass that wrote it every time made every one-shot
+                # search of an unchanged vault a write transaction (four fsyncs).
+                with self.index.transaction() as w:
+                    w.set_meta(INDEXED_AT, str(round(time.time(), 3)))
             self._indexed_once = True
         finally:
             self._publish_progress(None)

@@ -21,7 +21,6 @@ import hashlib
 import json
 import os
 import socket
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import asdict
@@ -80,6 +79,8 @@ def _runtime_dir() -> Path:
     base = os.environ.get("XDG_RUNTIME_DIR")
     if base and Path(base).is_dir():
         return Path(base) / "vault-brain"
+    import tempfile  # (and random): not for a client whose runtime folder is set
+
     uid = os.getuid() if hasattr(os, "getuid") else 0
     return Path(tempfile.gettempdir()) / f"vault-brain-{uid}"
 
@@ -289,4 +290,6 @@ def _reply(brain: Brain, fp: str, line: bytes | None) -> dict[str, Any]:
         log.warn("warm_search_failed", error=type(exc).__name__)
         return {"ok": False, "error": {"code": "INTERNAL", "message": type(exc).__name__}}
     log.event("warm_search", hits=len(result.hits))
-    return {"ok": True, "result": asdict(result)}
+    from vault_brain.records import plain
+
+    return {"ok": True, "result": plain(result)}

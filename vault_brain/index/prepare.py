@@ -93,8 +93,7 @@ def build_rows(
         )
     # The whole note as one full-text row: evidence spread over chunks counts together.
     headings_text = " ".join(dict.fromkeys(h for h in heading_paths if h))
-    row = replace(
-        row,
+    row = row._replace(
         fts=(
             title_text,
             analyze(f"{headings_text} {tag_text}".strip(), lang),

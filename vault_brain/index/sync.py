@@ -9,7 +9,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISREG as stat_is_file
 from typing import TYPE_CHECKING
@@ -371,9 +371,9 @@ class Syncer:
                 batch.keys |= w.keys_of(known.rowid)
             assigned = self._claim_id(w, note, batch)
             if assigned != note.id:
-                row = replace(row, id=assigned)
+                row = row._replace(id=assigned)
             if (mtime := _remembered_mtime(stat.mtime_ns)) != row.mtime_ns:
-                row = replace(row, mtime_ns=mtime)
+                row = row._replace(mtime_ns=mtime)
             if before is not None and before != assigned:
                 w.set_note_id(stat.path, assigned)  # free `before` first
             rowid = w.upsert_note(row, chunks, note.tags, links)
