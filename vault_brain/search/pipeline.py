@@ -8,12 +8,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
 from vault_brain import log
 from vault_brain.config import SearchSettings
-from vault_brain.index.port import Hydration, Index
+from vault_brain.index.port import Hydration, Index, Reads
 from vault_brain.index.records import Filters
 from vault_brain.records import Hit
 from vault_brain.search.base import Arm, ArmResult, NoteHit, Request
@@ -39,6 +40,7 @@ class SearchPipeline:
         self.index = index
         self.settings = settings
         self.arms = {arm.name: arm for arm in arms}
+        self._threads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="search-arm")
 
     def run(
         self, query: str, *, mode: str, limit: int, filters: Filters, explain: bool = False
@@ -53,7 +55,7 @@ class SearchPipeline:
                     begin = getattr(arm, "begin", None)
                     if begin is not None:
                         begin(reads, request)
-            results = [arm.retrieve(reads, request) for arm in arms]
+            results = self._retrieve(arms, reads, request)
             reasons = [r.degraded for r in results if r.degraded]
             answered = [r for r in results if not r.degraded]
             if not answered:  # vector mode with no usable vectors: full text instead
@@ -71,6 +73,22 @@ class SearchPipeline:
         )
         tier = next((r.tier for r in answered if r.tier), None)
         return Found(hits, bool(reasons), reasons[0] if reasons else None, tier)
+
+    def _retrieve(self, arms: list[Arm], reads: Reads, request: Request) -> list[ArmResult]:
+        """Each arm's answer. With two arms and a second read on the same snapshot
+        (Index.beside: Postgres), the last arm runs on it in a thread while the first
+        runs here, so the server works on both at once; otherwise one after the other."""
+        if len(arms) < 2:
+            return [arm.retrieve(reads, request) for arm in arms]
+        with self.index.beside(reads) as side:
+            if side is None:
+                return [arm.retrieve(reads, request) for arm in arms]
+            later = self._threads.submit(arms[-1].retrieve, side, request)
+            try:
+                first = [arm.retrieve(reads, request) for arm in arms[:-1]]
+            finally:
+                wait([later])  # the side read ends only once its arm is done with it
+            return [*first, later.result()]
 
     def _fuse(self, results: list[ArmResult]) -> list[NoteHit]:
         """The order: the fusion's (an arm alone keeps its own order)."""

@@ -316,6 +316,33 @@ class PostgresIndex:
                     pass
 
     @contextmanager
+    def beside(self, reads: Reads) -> Iterator[Reads | None]:
+        """A second read on `reads`' snapshot (exported, and imported by another pooled
+        connection), for another thread to query while `reads` is busy: a hybrid search's
+        KNN runs beside its full-text ranking, each on its own server process. None when
+        no connection is free right now, and in a one-shot process (a connection opened
+        for one search costs more than the overlap saves)."""
+        if self.one_shot:
+            yield None
+            return
+        with self._pool.spare() as conn:
+            if conn is None:
+                yield None
+                return
+            try:
+                snapshot = reads.export_snapshot()
+                yield Reads(
+                    conn,
+                    self,
+                    self._remembered(),
+                    (READ_BEGIN, f"SET TRANSACTION SNAPSHOT '{snapshot}'"),
+                )
+            except psycopg.Error as exc:
+                raise self._error(exc, "read") from exc
+            finally:
+                _rollback(conn)
+
+    @contextmanager
     def transaction(self) -> Iterator[Writes]:
         """One write transaction; writers of every process take turns on the vault's
         transaction advisory lock. Never nested."""

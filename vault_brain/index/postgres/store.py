@@ -106,7 +106,7 @@ class Reads:
         conn: Any,
         owner: Any,
         memo: Callable[[str, Callable[[], T]], T] | None,
-        begin: str | None = None,
+        begin: str | tuple[str, ...] | None = None,
     ):
         self.conn = conn
         # The snapshot's BEGIN, sent with the first query (one round trip for both; a read
@@ -130,13 +130,20 @@ class Reads:
     def _execute(self, sql: str, params: Sequence[object] = ()) -> Any:
         if self._begin is None:
             return self.conn.execute(sql, params)
-        begin, self._begin = self._begin, None
+        begin = (self._begin,) if isinstance(self._begin, str) else self._begin
+        self._begin = None
         if ";" in sql:  # several statements (no parameters, no rows): one simple query
-            return self.conn.execute(f"{begin}; {sql}")
+            return self.conn.execute("; ".join((*begin, sql)))
         with self.conn.pipeline():
-            self.conn.execute(begin)
+            for statement in begin:
+                self.conn.execute(statement)
             cursor = self.conn.execute(sql, params)
         return cursor
+
+    def export_snapshot(self) -> str:
+        """This read's snapshot, named for another connection to read it too (`SET
+        TRANSACTION SNAPSHOT`, PostgresIndex.beside); valid while this read lasts."""
+        return self._one("SELECT pg_export_snapshot()")[0]  # type: ignore[index]
 
     def _one(self, sql: str, params: Sequence[object] = ()) -> tuple | None:
         return self._execute(sql, params).fetchone()

@@ -334,6 +334,13 @@ class SqliteIndex:
                 raise index_error(exc, self.path, "read") from exc
 
     @contextmanager
+    def beside(self, reads: Reads) -> Iterator[None]:
+        """No second connection shares a SQLite read's snapshot: the caller reads in turn
+        (and a search's statements here take a few milliseconds of this process's CPU,
+        which a second thread would not add to)."""
+        yield None
+
+    @contextmanager
     def transaction(self) -> Iterator[Writes]:
         """One write transaction (BEGIN IMMEDIATE … COMMIT), serialised in this process by a
         lock and across processes by SQLite's own. Never nested."""
