@@ -179,6 +179,20 @@ def test_a_watch_started_while_a_resident_answers_takes_the_socket(warm_vault):
         watcher.close()
 
 
+def test_no_resident_is_started_beside_a_watcher_with_other_settings(warm_vault):
+    vault, log = warm_vault
+    watcher = WatchProcess(vault.root)
+    try:
+        watcher.wait_for("warm_socket")
+        other = _search(vault.root, env={**WARM, "VAULT_BRAIN_SEARCH_LIMIT": "1"})
+        assert len(json.loads(other.stdout)["results"]) == 1  # in-process: other settings
+        assert watcher.count("warm_search") == 0
+        # A search returns once a resident it starts has been exec'd: none was.
+        assert _residents(vault.root) == [] and not log.exists()
+    finally:
+        watcher.close()
+
+
 def test_two_searches_racing_leave_one_resident(warm_vault):
     vault, log = warm_vault
     args = [sys.executable, "-m", "vault_brain", "search", "deploy", "--vault", str(vault.root)]
