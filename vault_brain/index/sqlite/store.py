@@ -144,7 +144,11 @@ class Reads:
         return {r[0]: StoredStat(r[1], r[2], r[3], r[4]) for r in rows}
 
     def note_stats(self) -> list[tuple[str, int, int]]:
-        return self._all("SELECT path, mtime_ns, size FROM notes ORDER BY path")
+        # Remembered until the index changes: a watcher's, server's or resident's stat
+        # pass compares against it without reading every note's row again.
+        return self.per_version(
+            "note_stats", lambda: self._all("SELECT path, mtime_ns, size FROM notes ORDER BY path")
+        )
 
     def load_stats_under(self, rel: str) -> dict[str, StoredStat]:
         """The note at `rel` and every note below it (a folder): one indexed range scan."""
