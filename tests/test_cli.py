@@ -190,11 +190,11 @@ def test_a_command_built_alone_parses_and_helps_as_in_the_whole_tree():
     assert _app_for(["--version"]) is app
 
 
-def test_a_search_of_an_unchanged_vault_loads_no_note_or_write_code(small_vault):
+def test_a_one_shot_full_text_search_imports_only_what_it_uses(small_vault):
     """A one-shot search pays for every module it imports (docs/benchmarks.md, issue 23):
-    when no note changed, the note parser (YAML), the chunker, the write path, the secret
-    patterns and the `regex` package (an ASCII query) are not loaded at all. A note that
-    changed loads the parser, as it must."""
+    no HTTP client (httpx pulls in rich and pygments), no numpy, no model runtime; and when
+    no note changed, no note parser (YAML), chunker, write path, secret patterns or `regex`
+    package (an ASCII query). A note that changed loads the parser, as it must."""
     vault = str(small_vault.root)
     env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
     an_hour_ago = time.time() - 3600  # files saved just now are read again (sync.py: the tick)
@@ -202,6 +202,7 @@ def test_a_search_of_an_unchanged_vault_loads_no_note_or_write_code(small_vault)
         os.utime(note, (an_hour_ago, an_hour_ago))
     assert run("index", "--vault", vault, env=env).returncode == 0
     lean = (
+        *("httpx", "rich", "pygments", "numpy", "onnxruntime", "sentencepiece", "model2vec"),
         "yaml",
         "regex",
         "vault_brain.vault.note",
@@ -515,33 +516,3 @@ def test_get_by_a_title_two_notes_share_names_both_and_prints_neither(vault):
     r = run("get", "Ideas", "--vault", str(vault.root), env=env)
     assert r.returncode != 0 and r.stdout == ""
     assert "work0001" in r.stderr and "Home/Ideas.md" in r.stderr
-
-
-def test_a_one_shot_full_text_search_imports_no_http_client_numpy_or_model(small_vault, tmp_path):
-    """What a one-shot `search --mode fts` imports is what it uses: no HTTP client (httpx
-    pulls in rich and pygments), no numpy, no model runtime, no terminal UI. Each cost a
-    one-shot search tens of milliseconds."""
-    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
-    assert run("index", "--vault", str(small_vault.root), env=env).returncode == 0
-    seen = tmp_path / "modules.json"
-    code = (
-        "import atexit, json, sys\n"
-        f"out = open({str(seen)!r}, 'w')\n"
-        "atexit.register(lambda: out.write(json.dumps(sorted(sys.modules))))\n"
-        "sys.argv = ['vault-brain', *sys.argv[1:]]\n"
-        "from vault_brain.cli import main\n"
-        "main()\n"
-    )
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_BRAIN_")}
-    r = subprocess.run(
-        [sys.executable, "-c", code, "search", "deploy", "--mode", "fts", "--json"]
-        + ["--vault", str(small_vault.root)],
-        capture_output=True,
-        text=True,
-        env={**full_env, **env},
-        timeout=120,
-    )
-    assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["results"][0]["path"] == "How-to/Deploy.md"
-    heavy = {"httpx", "rich", "pygments", "numpy", "onnxruntime", "sentencepiece", "model2vec"}
-    assert heavy & set(json.loads(seen.read_text())) == set()
