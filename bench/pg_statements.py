@@ -24,7 +24,8 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import bench_model, load_question_set, markdown_table, write_json  # noqa: E402
+from bench.common import load_question_set, markdown_table, write_json  # noqa: E402
+from bench.postgres import bench_settings  # noqa: E402
 
 PLUMBING = {"_execute", "_all", "_one", "execute", "per_version", "compute", "<lambda>"}
 
@@ -48,7 +49,6 @@ def main(argv: list[str] | None = None) -> int:
 
     import psycopg
 
-    from vault_brain.config import load_settings
     from vault_brain.log import set_quiet
     from vault_brain.service import Brain
 
@@ -74,15 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 
     psycopg.Connection.execute = execute  # type: ignore[method-assign]
     queries = list(load_question_set("cpp-docs").queries.values())
-    sep = "&" if "?" in args.url else "?"
-    settings = load_settings(
-        vault=args.vault,
-        env={},
-        overrides={
-            "embed": {"provider": "local", "model": bench_model(), "strong": "none"},
-            "index": {"url": f"{args.url}{sep}schema={args.schema}", "fresh_read_seconds": 86400.0},
-        },
-    )
+    settings = bench_settings(args.url, args.schema, args.vault)
     walls, cpus = [], []
     with Brain(settings) as brain:
         for q in queries:  # warm-up: caches, prepared statements

