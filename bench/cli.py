@@ -10,7 +10,9 @@ strong tier embeds in the background of a watcher or server, and its cost is in 
 "Strong-tier embedder" section of docs/benchmarks.md) and with full text only
 (`VAULT_BRAIN_EMBED_PROVIDER=none`). Then `search` and `search --mode fts` are timed
 again with a `vault-brain watch` running for the vault (the warm path: the CLI asks it
-over a local socket), and, with `--strong-vaults cpp-docs`, the e5 tier of a default
+over a local socket; the warm resident a search would leave is turned off here, so every
+other search is a first one: bench/oneshot.py measures the later ones), and, with
+`--strong-vaults cpp-docs`, the e5 tier of a default
 `index` as a whole process (its chunks/s). Each checkout runs from compiled bytecode, as an
 installed package does; the record holds the CPU flags and the load after every step.
 `--code DIR` measures another checkout (a git worktree of an older commit) with the same
@@ -119,6 +121,11 @@ class Tool:
         ):
             extra = {k: v for k, v in extra.items() if k != "VAULT_BRAIN_EMBED_STRONG"}  # older
         env.update(extra)
+        code = self.code or REPO
+        if self.qmd is None and "keep_warm" in (code / "vault_brain/config.py").read_text():
+            # Every search here is a first one (in-process); what the resident a search
+            # leaves behind answers later is bench/oneshot.py's to measure.
+            env["VAULT_BRAIN_SEARCH_KEEP_WARM"] = "0"
         if self.code is not None:
             env["PYTHONPATH"] = str(self.code)
         env["XDG_CONFIG_HOME"] = str(home / "config")  # no user config leaks in
