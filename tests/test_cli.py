@@ -190,17 +190,24 @@ def test_a_command_built_alone_parses_and_helps_as_in_the_whole_tree():
     assert _app_for(["--version"]) is app
 
 
+def _indexed_an_hour_after_its_edits(small_vault) -> tuple[str, dict[str, str]]:
+    """(the vault, the env) once indexed with full text only, its files' mtimes an hour
+    back: files saved just now are read again by every pass (sync.py: the mtime tick)."""
+    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+    an_hour_ago = time.time() - 3600
+    for note in small_vault.root.rglob("*.md"):
+        os.utime(note, (an_hour_ago, an_hour_ago))
+    vault = str(small_vault.root)
+    assert run("index", "--vault", vault, env=env).returncode == 0
+    return vault, env
+
+
 def test_a_one_shot_full_text_search_imports_only_what_it_uses(small_vault):
     """A one-shot search pays for every module it imports (docs/benchmarks.md, issue 23):
     no HTTP client (httpx pulls in rich and pygments), no numpy, no model runtime; and when
     no note changed, no note parser (YAML), chunker, write path, secret patterns or `regex`
     package (an ASCII query). A note that changed loads the parser, as it must."""
-    vault = str(small_vault.root)
-    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
-    an_hour_ago = time.time() - 3600  # files saved just now are read again (sync.py: the tick)
-    for note in small_vault.root.rglob("*.md"):
-        os.utime(note, (an_hour_ago, an_hour_ago))
-    assert run("index", "--vault", vault, env=env).returncode == 0
+    vault, env = _indexed_an_hour_after_its_edits(small_vault)
     lean = (
         *("httpx", "rich", "pygments", "numpy", "onnxruntime", "sentencepiece", "model2vec"),
         "yaml",
@@ -248,12 +255,7 @@ def test_a_one_shot_full_text_search_imports_only_what_it_uses(small_vault):
 def test_a_search_of_an_unchanged_vault_writes_nothing_to_the_index(small_vault):
     """A refresh that finds nothing changed must not write: a write transaction per
     one-shot search cost four fsyncs (tens of ms on a VM) and the write lock."""
-    vault = str(small_vault.root)
-    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
-    an_hour_ago = time.time() - 3600  # files saved just now are read again (sync.py: the tick)
-    for note in small_vault.root.rglob("*.md"):
-        os.utime(note, (an_hour_ago, an_hour_ago))
-    assert run("index", "--vault", vault, env=env).returncode == 0
+    vault, env = _indexed_an_hour_after_its_edits(small_vault)
     index = index_of(small_vault.root)
 
     def files() -> dict[str, tuple[int, int]]:

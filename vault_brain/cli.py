@@ -933,24 +933,6 @@ def _root(
         raise typer.Exit(0)
 
 
-def main() -> None:
-    try:
-        _app_for(sys.argv[1:])()
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except SystemExit as exc:
-        # A reader that stopped early (`vault-brain get … | head -1`) is not an error: click
-        # and typer answer a broken pipe by muting stdout with a PacifyFlushWrapper and
-        # exiting 1; that wrapper is the sign, and the exit is 0.
-        if exc.code == 1 and "PacifyFlushWrapper" in type(sys.stdout).__name__:
-            sys.exit(0)
-        raise
-
-
-if __name__ == "__main__":
-    main()
-
-
 def _app_for(args: list[str]) -> typer.Typer:
     """The command line for these arguments. When they start with a command's name, only
     that command is built: typer reads every command's signature and type hints to build
@@ -970,3 +952,21 @@ def _command_name(command: Any) -> str:
     if command.name:
         return str(command.name)
     return str(command.callback.__name__).replace("_", "-")
+
+
+def main() -> None:
+    try:
+        _app_for(sys.argv[1:])()
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except SystemExit as exc:
+        # A reader that stopped early (`vault-brain get … | head -1`) is not an error: click
+        # and typer answer a broken pipe by muting stdout with a PacifyFlushWrapper and
+        # exiting 1; that wrapper is the sign, and the exit is 0.
+        if exc.code == 1 and "PacifyFlushWrapper" in type(sys.stdout).__name__:
+            sys.exit(0)
+        raise
+
+
+if __name__ == "__main__":
+    main()

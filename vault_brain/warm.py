@@ -199,9 +199,8 @@ def room_for_resident(settings: Settings) -> bool:
     for path in socket_paths(settings):
         if not path.exists() or not _answers(path):
             continue
-        reply = _exchange(path, {"v": PROTOCOL, "op": "info"})
-        info = reply.get("info") if reply and reply.get("ok") else None
-        if not isinstance(info, dict) or info.get("kind") != "resident":
+        info = _info(path)
+        if info is None or info.get("kind") != "resident":
             return False  # a watcher or server (with other settings): it stays
         if info.get("fingerprint") == fingerprint(settings):
             return False  # it answers these settings already
@@ -216,10 +215,17 @@ def ask_info(settings: Settings) -> dict[str, Any] | None:
     if not available():
         return None
     for path in socket_paths(settings):
-        reply = _exchange(path, {"v": PROTOCOL, "op": "info"})
-        if reply is not None and reply.get("ok") and isinstance(reply.get("info"), dict):
-            return reply["info"]
+        info = _info(path)
+        if info is not None:
+            return info
     return None
+
+
+def _info(path: Path) -> dict[str, Any] | None:
+    """What answers at `path` says of itself (Host.info), or None when nothing does."""
+    reply = _exchange(path, {"v": PROTOCOL, "op": "info"})
+    info = reply.get("info") if reply is not None and reply.get("ok") else None
+    return info if isinstance(info, dict) else None
 
 
 def _exchange(path: Path, request: dict[str, Any]) -> dict[str, Any] | None:
@@ -403,9 +409,8 @@ def _bind_locked(path: Path, evict: bool) -> socket.socket | None:
 def _resident_left(path: Path) -> bool:
     """Ask the resident answering at `path` to leave and wait until it has; False when
     what answers there is not a resident (a watcher, another version) or stays."""
-    reply = _exchange(path, {"v": PROTOCOL, "op": "info"})
-    info = reply.get("info") if reply and reply.get("ok") else None
-    if not isinstance(info, dict) or info.get("kind") != "resident":
+    info = _info(path)
+    if info is None or info.get("kind") != "resident":
         return False
     reply = _exchange(path, {"v": PROTOCOL, "op": "leave"})
     if not reply or not reply.get("ok"):
