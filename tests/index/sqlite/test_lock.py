@@ -185,3 +185,22 @@ def test_the_holder_says_who_it_is_and_what_for(tmp_path):
     assert reader.holder().keeps_in_step
     watcher.release()
     assert not path.with_name("indexer.lock.json").exists()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the probe is a shared flock on POSIX only")
+def test_another_process_probing_the_lock_is_not_taken_for_its_holder(tmp_path):
+    """`taken()` takes the lock for an instant to see whether anyone holds it. Two probes
+    at once (a `status` polling while a resident starts) must not see each other as the
+    indexer: a CLI test's resident read a prober as a watcher and left (CI, 1 run)."""
+    import fcntl
+
+    path = tmp_path / "indexer.lock"
+    lock = IndexerLock(path)
+    assert lock.try_acquire("index")
+    lock.release()
+    other = os.open(path, os.O_RDWR)  # another process in the middle of its probe
+    try:
+        fcntl.flock(other, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        assert not lock.taken() and lock.holder() is None
+    finally:
+        os.close(other)

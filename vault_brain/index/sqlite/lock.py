@@ -87,7 +87,9 @@ class IndexerLock:
             return False
         probe = _FileLock(str(self.path))
         try:
-            if not probe.acquire():
+            # Shared: two processes probing at once (a `status`, a starting resident) must
+            # not take each other for the indexer; only an exclusive holder refuses it.
+            if not probe.acquire(shared=True):
                 return True
         except OSError:
             return False
@@ -145,9 +147,10 @@ class _FileLock:
     def is_locked(self) -> bool:
         return self._fd is not None or (self._other is not None and self._other.is_locked)
 
-    def acquire(self) -> bool:
+    def acquire(self, *, shared: bool = False) -> bool:
         """True when taken now, False when someone holds it; OSError when the file cannot be
-        opened or locked at all."""
+        opened or locked at all. `shared` (a probe; POSIX only) is refused only by an
+        exclusive holder."""
         if os.name != "posix":
             return self._acquire_elsewhere()
         import fcntl
@@ -155,7 +158,7 @@ class _FileLock:
         flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(self.path, flags, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             return False
