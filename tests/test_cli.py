@@ -219,6 +219,7 @@ def test_a_one_shot_full_text_search_imports_only_what_it_uses(small_vault):
         "vault_brain.index.chunking",
         "vault_brain.text.secrets",
         "importlib.metadata",
+        "typer",  # a plain search is parsed without it (vault_brain/cli_search.py)
         *(("filelock",) if os.name == "posix" else ()),  # the indexer lock is an flock there
     )
     code = (
@@ -227,7 +228,7 @@ def test_a_one_shot_full_text_search_imports_only_what_it_uses(small_vault):
         f"lean = {lean!r}\n"
         "atexit.register(lambda: print('LOADED', json.dumps(sorted(m for m in lean "
         "if m in sys.modules and m not in before)), file=sys.stderr))\n"
-        "from vault_brain.cli import main\n"
+        "from vault_brain.entry import main\n"
         f"sys.argv = ['vault-brain', 'search', 'deploy the canary', '--vault', {vault!r}, "
         "'--mode', 'fts', '--json']\n"
         "main()\n"

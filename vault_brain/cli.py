@@ -13,10 +13,11 @@ from typing import Annotated, Any
 
 import typer
 
-from vault_brain import __version__, log
-from vault_brain.config import CONFIG_NAME, INDEX_DIR, Settings, load_settings
-from vault_brain.contract import MODES, SEARCH_LIMIT_MAX
-from vault_brain.errors import ConfigError, InvalidExport, InvalidInput, NotFound, VaultBrainError
+from vault_brain import __version__, cli_search, log
+from vault_brain.cli_base import fail, open_brain, settings_for, typed_values
+from vault_brain.cli_search import LIMIT_RANGE, MAX_TOKENS_MIN, MIN_SCORE_RANGE
+from vault_brain.config import CONFIG_NAME, INDEX_DIR
+from vault_brain.errors import ConfigError, InvalidExport, NotFound, VaultBrainError
 from vault_brain.records import plain
 
 app = typer.Typer(
@@ -49,47 +50,6 @@ ConfigOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
 
-def _fail(message: str, code: int) -> typer.Exit:
-    typer.echo(f"vault-brain: {message}", err=True)
-    return typer.Exit(code)
-
-
-def _settings(vault: str | None, config: str | None, **overrides: dict[str, Any]) -> Settings:
-    try:
-        return load_settings(vault=vault, config_file=config, overrides=overrides)
-    except ConfigError as exc:
-        raise _fail(exc.message, 2) from None
-
-
-@contextmanager
-def _brain(settings: Settings, *, one_shot: bool = True):
-    from vault_brain.service import Brain
-
-    try:
-        brain = Brain(settings, one_shot=one_shot)
-    except VaultBrainError as exc:
-        raise _fail(exc.message, 2 if isinstance(exc, ConfigError) else 1) from None
-    try:
-        yield brain
-    except ConfigError as exc:
-        raise _fail(exc.message, 2) from None
-    except VaultBrainError as exc:
-        raise _fail(f"{exc.code}: {exc.message}", 1) from None
-    finally:
-        brain.close()
-
-
-@contextmanager
-def _typed_values():
-    """Brain refusing a value the user typed (a date, an empty query or reference, a version
-    name) is a usage error, exit 2 as for a bad flag; what a file holds stays a runtime
-    error (1)."""
-    try:
-        yield
-    except InvalidInput as exc:
-        raise _fail(f"{exc.code}: {exc.message}", 2) from None
-
-
 def _dump(obj: Any) -> None:
     typer.echo(json.dumps(obj, ensure_ascii=False, indent=2, default=str))
 
@@ -97,7 +57,7 @@ def _dump(obj: Any) -> None:
 @app.command()
 def init(vault: VaultOpt = None, config: ConfigOpt = None) -> None:
     """Create the index folder and a config.toml in the vault, then build the index."""
-    settings = _settings(vault, config)
+    settings = settings_for(vault, config)
     folder = settings.vault_path / INDEX_DIR
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / CONFIG_NAME
@@ -127,13 +87,13 @@ def index(
     in phases: scan, parse (files), vectors and e5 vectors (chunks), each with its rate and
     the time left, and a summary line when it ends. Ctrl-C stops after the current batch,
     keeps what is done and exits 130: run `index` again to continue where it stopped."""
-    settings = _settings(vault, config)
+    settings = settings_for(vault, config)
     log.use_human_output()
     from vault_brain.progress import Phases
 
     # Not one-shot: the calibration at the end asks hundreds of questions, which the
     # in-memory copy of the vectors answers ~20x faster than sqlite-vec's scan (one load).
-    with _ctrl_c_stops() as stop, _brain(settings, one_shot=False) as brain:
+    with _ctrl_c_stops() as stop, open_brain(settings, one_shot=False) as brain:
         if brain.watched() and not full:
             # A watcher or server holds the indexer lock and keeps the index in step.
             st = brain.status()
@@ -306,7 +266,13 @@ def search(
     config: ConfigOpt = None,
     limit: Annotated[
         int | None,
-        typer.Option("--limit", "-n", min=1, max=100, help="Results (default: search.limit)."),
+        typer.Option(
+            "--limit",
+            "-n",
+            min=LIMIT_RANGE[0],
+            max=LIMIT_RANGE[1],
+            help="Results (default: search.limit).",
+        ),
     ] = None,
     mode: Annotated[str | None, typer.Option(help="hybrid | fts | vector")] = None,
     tag: Annotated[
@@ -327,8 +293,8 @@ def search(
         float | None,
         typer.Option(
             "--min-score",
-            min=0.0,
-            max=1.0,
+            min=MIN_SCORE_RANGE[0],
+            max=MIN_SCORE_RANGE[1],
             help="Hide hits scoring lower (default: search.min_score).",
         ),
     ] = None,
@@ -336,7 +302,7 @@ def search(
         int | None,
         typer.Option(
             "--max-tokens",
-            min=1,
+            min=MAX_TOKENS_MIN,
             help=(
                 "Print at most this many cl100k tokens: the best hits whole, then as much of "
                 "the next as fits (up to 50 hits when --limit is not given)."
@@ -351,148 +317,30 @@ def search(
     pass first, as here); it exits after search.keep_warm seconds (300) without one.
     The first search pays in full. Turn the resident off with search.keep_warm = 0 in a
     config.toml, or VAULT_BRAIN_SEARCH_KEEP_WARM=0."""
-    if mode is not None and mode not in MODES:
-        raise _fail(f"--mode must be one of {', '.join(MODES)}, not {mode!r}", 2)
-    settings = _settings(vault, config)
-    log.use_human_output()
-    if max_tokens is not None and limit is None:
-        limit = SEARCH_LIMIT_MAX  # the budget is the bound: draw on every hit worth showing
-    cut = settings.search.min_score if min_score is None else min_score
-    asked = dict(limit=limit, mode=mode, tags=tag or (), folder=folder, since=since)
-    asked.update(until=until, explain=explain, min_score=min_score)
-    warm = _warm_search(settings, query, asked) if max_tokens is None else None
-    if warm is not None:  # a watcher or server answered: no index or model loaded here
-        _print_search(warm, warm.hits, 0, cut, None, json_out, explain)
-        return
-    with _brain(settings) as brain, _typed_values():
-        brain.refresh_if_unwatched(vectors=(mode or settings.search.mode) != "fts")
-        result = brain.search(query, **asked)
-
-        def render(hits: list[Any], omitted: int) -> str:
-            if json_out:
-                return _search_json(result, hits, omitted, explain)
-            return _search_lines(result, hits, omitted, cut, max_tokens)
-
-        if max_tokens is None:
-            text = render(result.hits, 0)
-        else:
-            from vault_brain.budget import fit_hits
-
-            try:
-                _, text = fit_hits(result.hits, render, brain.count_tokens, max_tokens)
-            except InvalidInput as exc:
-                raise _fail(f"--max-tokens: {exc.message}", 2) from None
-    _print_search(result, None, 0, cut, max_tokens, json_out, explain, text=text)
-    _leave_warm(settings, config)
-
-
-def _leave_warm(settings: Settings, config: str | None) -> None:
-    """After an in-process search, a warm resident for the next ones (search.keep_warm
-    seconds idle, vault_brain/resident.py); the output is printed already."""
-    sys.stdout.flush()
-    from vault_brain import resident
-
-    resident.spawn(settings, config)
+    cli_search.run(
+        query,
+        vault,
+        config,
+        limit,
+        mode,
+        tag,
+        folder,
+        since,
+        until,
+        explain,
+        min_score,
+        max_tokens,
+        json_out,
+    )
 
 
 @app.command("resident", hidden=True)
 def resident_(vault: VaultOpt = None, config: ConfigOpt = None) -> None:
     """The warm resident that `search` starts in the background (not for typing)."""
-    settings = _settings(vault, config)
+    settings = settings_for(vault, config)
     from vault_brain import resident
 
     resident.run(settings)
-
-
-def _warm_search(settings: Settings, query: str, asked: dict[str, Any]) -> Any:
-    """The answer of the watcher or server running for this vault (vault_brain/warm.py), or
-    None to search in-process."""
-    from vault_brain import warm
-    from vault_brain.records import Hit, Indexing, SearchResult
-
-    try:
-        with _typed_values():
-            fields = warm.ask_search(settings, query, **asked)
-    except VaultBrainError as exc:
-        raise _fail(f"{exc.code}: {exc.message}", 1) from None
-    if fields is None:
-        return None
-    for key in ("indexing", "strong"):
-        if fields.get(key) is not None:
-            fields[key] = Indexing(**fields[key])
-    fields["hits"] = [Hit(**h) for h in fields["hits"]]
-    return SearchResult(**fields)
-
-
-def _print_search(
-    result: Any,
-    hits: list[Any] | None,
-    omitted: int,
-    cut: float,
-    max_tokens: int | None,
-    json_out: bool,
-    explain: bool,
-    *,
-    text: str | None = None,
-) -> None:
-    if text is None:
-        if json_out:
-            text = _search_json(result, hits or [], omitted, explain)
-        else:
-            text = _search_lines(result, hits or [], omitted, cut, max_tokens)
-    if result.degraded and not json_out:
-        typer.echo(f"(full text only: {result.reason})", err=True)
-    typer.echo(text, nl=False)
-
-
-def _search_json(result: Any, hits: list[Any], omitted: int, explain: bool) -> str:
-    """`search --json`, as README documents it: `indexing` is always there (null when no
-    first pass runs), `omitted` only when --max-tokens left hits out."""
-    rows = [plain(h) for h in hits]
-    if not explain:
-        for row in rows:
-            row.pop("explain", None)
-    out: dict[str, Any] = {"results": rows, "mode": result.mode, "degraded": result.degraded}
-    if result.nothing_relevant:
-        out["nothing_relevant"] = True
-    if omitted:
-        out["omitted"] = omitted
-    out["indexing"] = (
-        {"done": result.indexing.done, "total": result.indexing.total} if result.indexing else None
-    )
-    return json.dumps(out, ensure_ascii=False, indent=2, default=str) + "\n"
-
-
-def _search_lines(
-    result: Any, hits: list[Any], omitted: int, cut: float, max_tokens: int | None
-) -> str:
-    """`search` for a person: one line per hit and its snippet."""
-    lines: list[str] = []
-    if not result.hits:
-        if result.below_cutoff and result.nothing_relevant:
-            n = result.below_cutoff
-            lines.append(
-                f"nothing relevant ({n} weak match{'' if n == 1 else 'es'} under the "
-                f"min_score of {cut})"
-            )
-        else:
-            lines.append("no matches")
-    for i, hit in enumerate(hits, 1):
-        lines.append(
-            f"{i}. {hit.title}  [{hit.path}]  id={hit.id}  score={hit.score:.3f} ({hit.confidence})"
-        )
-        if hit.snippet:
-            lines.append(f"   {hit.snippet}")
-        if hit.explain:
-            lines.append(f"   explain: {json.dumps(hit.explain)}")
-    if omitted:
-        lines.append(f"({omitted} more left out to fit --max-tokens {max_tokens})")
-    if result.indexing:
-        lines.append(
-            f"(the first pass over the vault is still running: {result.indexing.done:,} of "
-            f"{result.indexing.total:,} files indexed, so there may be more)"
-        )
-    return "\n".join(lines) + "\n"
 
 
 @app.command()
@@ -505,14 +353,14 @@ def get(
     json_out: JsonOpt = False,
 ) -> None:
     """Show one note in full, with its version, tags, links, backlinks and related notes."""
-    settings = _settings(vault, config)
+    settings = settings_for(vault, config)
     log.use_human_output()
-    with _brain(settings) as brain, _typed_values():
+    with open_brain(settings) as brain, typed_values():
         brain.refresh_if_unwatched(vectors=False)
         try:
             view = brain.get(ref)
         except NotFound as exc:
-            raise _fail(exc.message, 1) from None
+            raise fail(exc.message, 1) from None
     if json_out:
         _dump(plain(view))
         return
@@ -547,9 +395,9 @@ def history(
     json_out: JsonOpt = False,
 ) -> None:
     """List the versions of a note that vault-brain writes replaced (newest first)."""
-    settings = _settings(vault, config)
+    settings = settings_for(vault, config)
     log.use_human_output()
-    with _brain(settings) as brain, _typed_values():
+    with open_brain(settings) as brain, typed_values():
         path, versions = brain.history(ref)
     if json_out:
         _dump({"path": path, "versions": [dataclasses.asdict(v) for v in versions]})
@@ -572,9 +420,9 @@ def restore(
     json_out: JsonOpt = False,
 ) -> None:
     """Put a kept version of a note back (what it replaces is kept in turn)."""
-    settings = _settings(vault, config)
+    settings = settings_for(vault, config)
     log.use_human_output()
-    with _brain(settings) as brain, _typed_values():
+    with open_brain(settings) as brain, typed_values():
         path, _ = brain.history(ref)
         current = brain.current_version(path)
         result = brain.restore(path, name, version=current)
@@ -624,15 +472,15 @@ def import_(
     """Turn chat exports into notes: one per conversation, with mentions of your notes made
     wikilinks. Importing again adds only new messages. Exit code 2: an export that cannot
     be read (nothing is written)."""
-    settings = _settings(vault, config)
+    settings = settings_for(vault, config)
     log.use_human_output()
-    with _brain(settings) as brain:
+    with open_brain(settings) as brain:
         try:
             report = brain.import_conversations(
                 fmt, files, folder=folder, dry_run=dry_run, merge=merge
             )
         except InvalidExport as exc:
-            raise _fail(exc.message, 2) from None
+            raise fail(exc.message, 2) from None
     if json_out:
         _dump(dataclasses.asdict(report))
     else:
@@ -687,9 +535,9 @@ def status(vault: VaultOpt = None, config: ConfigOpt = None, json_out: JsonOpt =
     while a process embeds it; who holds the index (a watcher or server that keeps it in
     step, or an `index` run in progress, with its pid); the warm resident a search left,
     when one runs (its pid, since when, its idle limit)."""
-    settings = _settings(vault, config)
+    settings = settings_for(vault, config)
     log.use_human_output()
-    with _brain(settings) as brain:
+    with open_brain(settings) as brain:
         st = brain.status()
     from vault_brain import warm
 
@@ -802,10 +650,12 @@ def watch(
     """Keep the index in step with the vault until Ctrl-C (JSON log lines on stderr; the e5
     backlog's: strong_backlog_started, strong_progress every 30 s, strong_backlog_done)."""
     overrides: dict[str, Any] = {"poll": poll or None, "debounce_ms": debounce}
-    settings = _settings(vault, config, watch={k: v for k, v in overrides.items() if v is not None})
+    settings = settings_for(
+        vault, config, watch={k: v for k, v in overrides.items() if v is not None}
+    )
     from vault_brain import warm
 
-    with _brain(settings, one_shot=False) as brain:
+    with open_brain(settings, one_shot=False) as brain:
 
         def start() -> Any:
             stop_watching = brain.start_watching()
@@ -879,9 +729,9 @@ def serve(
 ) -> None:
     """Serve the six memory tools over MCP (and keep the index in step with the vault)."""
     if stdio == http:
-        raise _fail("choose one of --stdio or --http", 2)
+        raise fail("choose one of --stdio or --http", 2)
     server = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
-    settings = _settings(vault, config, server=server)
+    settings = settings_for(vault, config, server=server)
     from vault_brain import server as mcp_server
 
     try:
@@ -890,9 +740,9 @@ def serve(
         else:
             mcp_server.run_http(settings)
     except ConfigError as exc:
-        raise _fail(exc.message, 2) from None
+        raise fail(exc.message, 2) from None
     except VaultBrainError as exc:  # e.g. the port is in use
-        raise _fail(exc.message, 1) from None
+        raise fail(exc.message, 1) from None
 
 
 @app.command()
@@ -908,7 +758,7 @@ def trust(
 
     target = vault or os.environ.get("VAULT_BRAIN_VAULT")
     if not target:
-        raise _fail("no vault given (use --vault PATH or VAULT_BRAIN_VAULT)", 2)
+        raise fail("no vault given (use --vault PATH or VAULT_BRAIN_VAULT)", 2)
     try:
         if revoke:
             gone = revoke_trust(target)
@@ -916,7 +766,7 @@ def trust(
             return
         report = trust_vault_config(target)
     except ConfigError as exc:
-        raise _fail(exc.message, 2) from None
+        raise fail(exc.message, 2) from None
     for line in report.needs_trust:
         typer.echo(f"  {line}")
     typer.echo(
