@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import ipaddress
 import json
 import os
 import re
 import sys
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -420,8 +417,10 @@ def _known_languages(raw_codes: list[str], problems: list[str]) -> list[str]:
 
 def is_loopback(host: str) -> bool:
     """localhost or a loopback IP (any spelling: 127.0.0.2, ::1, 0:0:0:0:0:0:0:1)."""
-    if host.strip().rstrip(".").lower() == "localhost":
-        return True
+    if host.strip().rstrip(".").lower() in ("localhost", "127.0.0.1", "::1", "[::1]"):
+        return True  # the defaults, without ipaddress (a one-shot search pays each import)
+    import ipaddress
+
     try:
         return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
     except ValueError:
@@ -660,6 +659,8 @@ def _review(vault: str, raw: bytes, env: Mapping[str, str]) -> list[str]:
         data, _ = _read_toml(user / CONFIG_NAME, problems)
         _apply(settings, data, str(user / CONFIG_NAME), problems)
     sources: dict[tuple[str, str], str] = {}
+    import tomllib  # only where a config file is read: most searches have none
+
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -671,6 +672,8 @@ def _review(vault: str, raw: bytes, env: Mapping[str, str]) -> list[str]:
 
 
 def _now() -> str:
+    from datetime import UTC, datetime
+
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -717,6 +720,8 @@ def _index_location_problems(s: Settings) -> list[str]:
 
 
 def _read_toml(path: Path, problems: list[str]) -> tuple[dict[str, Any], bytes]:
+    import tomllib
+
     try:
         raw = path.read_bytes()
         return tomllib.loads(raw.decode("utf-8")), raw

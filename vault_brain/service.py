@@ -13,7 +13,6 @@ searches (a one-shot CLI `search`) never loads them.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 import threading
@@ -320,6 +319,8 @@ class Brain:
             )
         with self.index.read() as r:
             names = r.names()
+            import difflib
+
             close = difflib.get_close_matches(ref.lower(), [n.lower() for n, _ in names], 3, 0.6)
             rowids = list(dict.fromkeys(rowid for n, rowid in names if n.lower() in close))
             infos = r.notes_by_rowids(rowids[:3])
@@ -367,6 +368,8 @@ class Brain:
                 exists = r.folder_exists(folder)
                 known = [] if exists else r.folders()
             if not exists:
+                import difflib
+
                 close = difflib.get_close_matches(folder.lower(), [k.lower() for k in known], 3)
                 names = [k for k in known if k.lower() in close]
                 raise NotFound(

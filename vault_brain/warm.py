@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -38,6 +37,8 @@ from vault_brain import log
 from vault_brain.errors import VaultBrainError
 
 if TYPE_CHECKING:
+    import socket
+
     from vault_brain.config import Settings
     from vault_brain.service import Brain
 
@@ -123,7 +124,15 @@ class Host:
 
 
 def available() -> bool:
+    import socket  # here, not at import: a first search with no socket file never needs it
+
     return hasattr(socket, "AF_UNIX")
+
+
+def _unix_socket() -> socket.socket:
+    import socket
+
+    return socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 
 
 def fingerprint(settings: Settings) -> str:
@@ -156,10 +165,23 @@ def _runtime_dir() -> Path:
     base = os.environ.get("XDG_RUNTIME_DIR")
     if base and Path(base).is_dir():
         return Path(base) / "vault-brain"
-    import tempfile  # (and random): not for a client whose runtime folder is set
-
     uid = os.getuid() if hasattr(os, "getuid") else 0
-    return Path(tempfile.gettempdir()) / f"vault-brain-{uid}"
+    return _temp_dir() / f"vault-brain-{uid}"
+
+
+def _temp_dir() -> Path:
+    """tempfile.gettempdir()'s choice where it is plain (TMPDIR, TEMP or TMP naming a folder,
+    else /tmp on POSIX), without importing tempfile (and random, shutil): every one-shot
+    search without XDG_RUNTIME_DIR asks. The CLI and the resident both ask here."""
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        value = os.environ.get(name)
+        if value and os.path.isdir(value):
+            return Path(value)
+    if os.name == "posix" and os.path.isdir("/tmp"):
+        return Path("/tmp")
+    import tempfile
+
+    return Path(tempfile.gettempdir())
 
 
 # -- the CLI's side ---------------------------------------------------------------------
@@ -169,7 +191,8 @@ def ask_search(settings: Settings, query: str, **args: Any) -> dict[str, Any] | 
     """The watcher's answer to a search, as SearchResult's fields, or None when no watcher
     answers for these settings (the caller then searches in-process). Raises the watcher's
     VaultBrainError when it refused the request (a bad date, an empty query)."""
-    if not available():
+    paths = [p for p in socket_paths(settings) if p.exists()]
+    if not paths or not available():  # the common first search: no socket file at all
         return None
     request = {
         "v": PROTOCOL,
@@ -178,7 +201,7 @@ def ask_search(settings: Settings, query: str, **args: Any) -> dict[str, Any] | 
         "query": query,
         "args": {k: args.get(k) for k in SEARCH_ARGS},
     }
-    for path in socket_paths(settings):
+    for path in paths:
         reply = _exchange(path, request)
         if reply is None:
             continue
@@ -232,7 +255,7 @@ def _exchange(path: Path, request: dict[str, Any]) -> dict[str, Any] | None:
     try:
         if not path.exists():
             return None
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        with _unix_socket() as sock:
             sock.settimeout(ANSWER_WAIT_SECONDS)
             sock.connect(str(path))
             sock.sendall(json.dumps(request, ensure_ascii=False).encode() + b"\n")
@@ -339,6 +362,8 @@ def _start(
         except OSError:
             pass
         try:
+            import socket
+
             server.shutdown(socket.SHUT_RDWR)  # wakes the accept() under way (Linux)
         except OSError:
             pass
@@ -392,7 +417,7 @@ def _bind_locked(path: Path, evict: bool) -> socket.socket | None:
             raise _Taken
         if path.exists():
             path.unlink()
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server = _unix_socket()
     try:
         old = os.umask(0o177)  # the socket is born 0600: no window for other users
         try:
@@ -426,7 +451,7 @@ def _resident_left(path: Path) -> bool:
 
 def _answers(path: Path) -> bool:
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        with _unix_socket() as probe:
             probe.settimeout(1.0)
             probe.connect(str(path))
         return True

@@ -31,7 +31,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import platform
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -508,6 +507,8 @@ def _read(path: str) -> bytes | None:
 
 def _cpu() -> str:
     """What the CPU can do, as far as kernels care: its flags on Linux, its model elsewhere."""
+    import platform  # not at import: a full-text search makes an E5Embedder, never loads it
+
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
             for line in fh:
