@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -50,6 +49,8 @@ def spawn(settings: Settings, config_file: str | None) -> bool:
     if config_file:
         args += ["--config", os.path.abspath(config_file)]
     target = _log_file(settings)
+    import subprocess  # here: a search with keep_warm = 0 does not pay for it
+
     try:
         fd = os.open(target or os.devnull, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         with open(fd, "ab") as err:

@@ -33,7 +33,6 @@ import json
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -375,6 +374,8 @@ class E5Embedder:
             for rows in batches:
                 run(rows)
         else:
+            from concurrent.futures import ThreadPoolExecutor
+
             with ThreadPoolExecutor(max_workers=min(self.threads, len(batches))) as pool:
                 list(pool.map(run, batches))  # list(): re-raises a batch's error here
         out[live] = l2_normalise(pooled)

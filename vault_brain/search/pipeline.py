@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +16,7 @@ from vault_brain.config import SearchSettings
 from vault_brain.index.port import Hydration, Index, Reads
 from vault_brain.index.records import Filters
 from vault_brain.records import Hit
-from vault_brain.search.base import Arm, ArmResult, NoteHit, Request
+from vault_brain.search.base import Arm, ArmResult, LazyPool, NoteHit, Request
 from vault_brain.search.calibration import confidence, text_evidence
 from vault_brain.search.fusion import FUSERS
 from vault_brain.search.snippets import make_snippet
@@ -40,7 +39,7 @@ class SearchPipeline:
         self.index = index
         self.settings = settings
         self.arms = {arm.name: arm for arm in arms}
-        self._threads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="search-arm")
+        self._threads = LazyPool(4, "search-arm")  # Index.beside's arm thread
 
     def run(
         self, query: str, *, mode: str, limit: int, filters: Filters, explain: bool = False
@@ -87,7 +86,7 @@ class SearchPipeline:
             try:
                 first = [arm.retrieve(reads, request) for arm in arms[:-1]]
             finally:
-                wait([later])  # the side read ends only once its arm is done with it
+                later.exception()  # waits: the side read ends only once its arm is done
             return [*first, later.result()]
 
     def _fuse(self, results: list[ArmResult]) -> list[NoteHit]:

@@ -4,8 +4,6 @@ vectors not built yet or of another model, or an endpoint that is failing or slo
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -14,12 +12,14 @@ from vault_brain.endpoint import waiting_at_most
 from vault_brain.errors import Unavailable
 from vault_brain.index.port import VectorSearch
 from vault_brain.index.records import INSTANT, STRONG
-from vault_brain.search.base import ArmResult, Request, collapse
+from vault_brain.search.base import ArmResult, LazyPool, Request, collapse
 from vault_brain.search.calibration import bank_weight, fitted_scale, vector_evidence
 from vault_brain.search.fit import bank_likeness, bank_matrix, stored_fit
 from vault_brain.text.analysis import detect_language
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     import numpy as np
 
     from vault_brain.embed.e5 import Cache
@@ -64,7 +64,7 @@ class VectorArm:
         self.backoff = backoff  # indexer.Backoff shared with the vector queue
         self.strong = strong
         self.strong_backoff = strong_backoff
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-embed")
+        self._pool = LazyPool(2, "query-embed")
 
     def tier(self, reads: VectorSearch) -> tuple[str, Embedder | None, object]:
         """Which tier answers now: the strong one when it covers the vault, else instant."""
@@ -109,7 +109,7 @@ class VectorArm:
         embedder = ready.embedder
         try:
             vector = self._embed(embedder, request.query, future)
-        except FutureTimeout:
+        except TimeoutError:  # concurrent.futures' TimeoutError is this one (3.11+)
             ready.backoff.failed()  # type: ignore[attr-defined]
             return self._aside("embedding endpoint too slow; full text only")
         except ENDPOINT_ERRORS as exc:
@@ -197,7 +197,7 @@ class VectorArm:
         return ArmResult(self.name, [], degraded=reason)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.close()
 
 
 def _query_vectors(embedder: Embedder, texts: list[str]) -> np.ndarray:

@@ -14,7 +14,6 @@ rebuilt: it is disposable, but its vectors cost minutes to an hour of the strong
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from pathlib import Path
 
@@ -65,6 +64,8 @@ def move_vault_index(old: Path, new: Path) -> bool:
             conn.close()
         new.parent.mkdir(parents=True, exist_ok=True)
         moving = new.with_name(new.name + ".moving")
+        import shutil  # rarely: only an index moved from its old place
+
         shutil.move(old, moving)  # a rename on one file system, else a copy
         os.replace(moving, new)
         for suffix in SIDE_FILES:
