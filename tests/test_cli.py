@@ -520,3 +520,19 @@ def test_get_by_a_title_two_notes_share_names_both_and_prints_neither(vault):
     r = run("get", "Ideas", "--vault", str(vault.root), env=env)
     assert r.returncode != 0 and r.stdout == ""
     assert "work0001" in r.stderr and "Home/Ideas.md" in r.stderr
+
+
+def test_numpys_blas_runs_one_thread_unless_the_user_says_otherwise():
+    """vault_brain/__init__.py: OpenBLAS's spinning threads cost a one-shot search ~90
+    CPU-ms; a user's own OPENBLAS_NUM_THREADS stands."""
+    code = "import os, vault_brain, numpy; print(os.environ['OPENBLAS_NUM_THREADS'])"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    for theirs, seen in ((None, "1"), ("3", "3")):
+        r = subprocess.run(
+            [sys.executable, "-c", code],
+            env={**env, **({"OPENBLAS_NUM_THREADS": theirs} if theirs else {})},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert r.stdout.strip() == seen, r.stderr
