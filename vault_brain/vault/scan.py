@@ -184,7 +184,7 @@ def scan_vault(
                 entry, rel, base, ignore, max_file_bytes, result, folders, linked, visited, guard
             )
 
-    result.files.sort(key=lambda f: f.path)
+    result.files.sort()  # by path: paths are unique, so a tuple sort never looks further
     result.unreadable_dirs.sort()
     result.skipped.sort()
     return result
