@@ -48,24 +48,47 @@ def spawn(settings: Settings, config_file: str | None) -> bool:
     args = [sys.executable, "-m", "vault_brain", "resident", "--vault", str(settings.vault_path)]
     if config_file:
         args += ["--config", os.path.abspath(config_file)]
-    target = _log_file(settings)
-    import subprocess  # here: a search with keep_warm = 0 does not pay for it
-
+    log_to = str(_log_file(settings) or os.devnull)
     try:
-        fd = os.open(target or os.devnull, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        with open(fd, "ab") as err:
-            subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-                start_new_session=True,  # no terminal's signals, no caller's process group
-                close_fds=True,
-            )
+        _start_detached(args, log_to)
     except OSError as exc:  # the search was answered; only the next one is slower
         log.warn("resident_not_started", error=log.cut(str(exc), 200))
         return False
     return True
+
+
+def _start_detached(args: list[str], log_to: str) -> None:
+    """`args` in a new session (no terminal's signals, not the caller's process group),
+    stdin and stdout on /dev/null, stderr appended to `log_to`. posix_spawn (a vfork) takes
+    4-8 ms where subprocess.Popen took 16-28 with its import: paid by every first search.
+    Our descriptors are not inherited either way (Python opens them close-on-exec)."""
+    try:
+        os.posix_spawn(
+            args[0],
+            args,
+            os.environ,
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 2, log_to, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600),
+            ],
+            setsid=True,
+        )
+        return
+    except (AttributeError, NotImplementedError):  # no posix_spawn, or no setsid in it
+        pass
+    import subprocess
+
+    fd = os.open(log_to, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with open(fd, "ab") as err:
+        subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+            close_fds=True,
+        )
 
 
 def _log_file(settings: Settings) -> Path | None:
