@@ -3,6 +3,7 @@ worker or reader thread left behind however a pass ends."""
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -66,3 +67,29 @@ def test_a_worker_that_dies_is_a_worker_error_not_a_hang(jobs_and_settings):
         with pytest.raises(WorkerError):
             list(answers)
     assert not _readers()
+
+
+CHATTY = (
+    "import threading\n"
+    "def chatter():\n"
+    "    while True:\n"
+    "        print('a library says hello on stdout', flush=True)\n"
+    "        threading.Event().wait(0.005)\n"
+    "threading.Thread(target=chatter, daemon=True).start()\n"
+)
+
+
+def test_a_library_printing_while_a_worker_starts_corrupts_no_answer(
+    jobs_and_settings, tmp_path, monkeypatch
+):
+    """Output printed on stdout before the worker has moved fd 1 to stderr (a sitecustomize,
+    an import) is passed on to stderr; the answers after it are read whole."""
+    jobs, settings = jobs_and_settings
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(CHATTY, encoding="utf-8")
+    repo = Path(__file__).resolve().parents[2]
+    monkeypatch.setenv("PYTHONPATH", f"{site}{os.pathsep}{repo}")
+    with ParsePool((settings, False, None), 2) as pool:
+        got = list(pool.map(jobs))
+    assert got == [prepare(settings.vault_path, s, h, settings, False) for s, h in jobs]

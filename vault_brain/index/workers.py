@@ -29,6 +29,11 @@ _HEADER = struct.Struct("<Q")
 CHUNK = 32  # files per message: small enough that a pipe never fills with requests
 IN_FLIGHT = 2  # messages queued per worker, so none waits for the next one
 MAX_MESSAGE = 1 << 34  # a length beyond this is stray output on the pipe, not a message
+# What a worker writes first on its protocol pipe, once fd 1 is stderr: anything before it is
+# what a library printed while the worker started up (a sitecustomize, an import), which the
+# reader passes on to stderr instead of reading it as a message.
+_START = b"\x00vault-brain parse worker\x00"
+MAX_STRAY = 1 << 20  # bytes of start-up output before _START that are passed on
 
 
 def _send(stream: IO[bytes], obj: Any) -> None:
@@ -54,9 +59,33 @@ class WorkerError(RuntimeError):
     """A worker died or answered nonsense; the caller parses in-process instead."""
 
 
+def _skip_start_up_output(stream: IO[bytes]) -> None:
+    """Read up to the worker's _START mark; what came before it goes to stderr."""
+    seen = bytearray()
+    while not seen.endswith(_START):
+        byte = stream.read(1)
+        if not byte:
+            raise EOFError
+        seen += byte
+        if len(seen) > MAX_STRAY:
+            raise pickle.UnpicklingError("no start mark from the parse worker")
+    stray = bytes(seen[: -len(_START)])
+    if stray:
+        try:
+            sys.stderr.buffer.write(stray)
+            sys.stderr.flush()
+        except (AttributeError, OSError, ValueError):  # no binary stderr: dropped
+            pass
+
+
 def _read_answers(stream: IO[bytes], answers: queue.SimpleQueue) -> None:
     """A reader thread: every answer of one worker, in order, then the error that ended
     them (EOF when the worker exits)."""
+    try:
+        _skip_start_up_output(stream)
+    except Exception as exc:  # noqa: BLE001 - EOF, a closed pipe, no mark: the end
+        answers.put(exc)
+        return
     while True:
         try:
             answers.put(_receive(stream))
@@ -171,6 +200,8 @@ def _serve() -> None:
     # any library can never corrupt a message.
     stdout = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
+    stdout.write(_START)
+    stdout.flush()
     try:
         settings, summarize, embed = _receive(stdin)
         embedder = _embedder(embed)
