@@ -6,6 +6,7 @@ import ctypes
 import importlib.metadata
 import importlib.util
 import json
+import os
 import platform
 import random
 import shutil
@@ -23,6 +24,7 @@ from tests.conftest import shared_path
 from vault_brain.embed import embed_queries
 from vault_brain.embed.cache import ModelCache
 from vault_brain.embed.e5 import (
+    DATA,
     DIMENSION,
     GRAPH_PREFIX,
     MIN_AGREEMENT,
@@ -455,6 +457,51 @@ def test_a_stamped_graph_replaced_later_is_checked_again_and_rejected(tmp_path):
     assert cosines(second.embed(PASSAGES), reference).min() >= 0.9999
     assert second.agreement >= MIN_AGREEMENT
     assert kept.read_bytes() != _mean_of_inputs_graph()  # rebuilt in its place
+
+
+def test_a_kept_graphs_weights_lie_prepacked_in_a_file_beside_it_and_give_the_same_vectors(
+    tmp_path,
+):
+    """The kept graph holds no weights: onnxruntime wrote them, prepacked for this CPU's
+    kernels, to `<graph>.data`, which a later process maps instead of parsing and packing
+    22 MB (embed/e5.py, DATA). The vectors are the built session's, bit for bit."""
+    built = E5Embedder(cache=ModelCache(tmp_path))
+    reference = built.embed_queries(["how do I sync my notes"])
+    passages = built.embed(PASSAGES)
+    (kept,) = tmp_path.glob(f"{GRAPH_PREFIX}*.onnx")
+    data = kept.with_name(kept.name + DATA)
+    assert data.stat().st_size > 20 * kept.stat().st_size  # the weights are in the data file
+    later = E5Embedder(cache=ModelCache(tmp_path))
+    np.testing.assert_array_equal(later.embed_queries(["how do I sync my notes"]), reference)
+    np.testing.assert_array_equal(later.embed(PASSAGES), passages)
+
+
+@pytest.mark.parametrize("damage", ["removed", "truncated", "zeroed"])
+def test_a_kept_graphs_data_file_changed_after_its_check_is_checked_again(tmp_path, damage):
+    """The check's stamp names the data file too: one removed, cut short or written over
+    after the check (a zeroed stretch still loads) is not trusted on the stamp's word; the
+    graph is checked again, or built anew when it no longer loads or agrees."""
+    E5Embedder(cache=ModelCache(tmp_path)).load()
+    first = E5Embedder(cache=ModelCache(tmp_path))  # checks the kept graph and stamps it
+    reference = first.embed(PASSAGES)
+    (kept,) = tmp_path.glob(f"{GRAPH_PREFIX}*.onnx")
+    (stamp,) = tmp_path.glob(f"{GRAPH_PREFIX}*.onnx.checked")
+    # A verdict no check gives: it comes back only if the stamp is believed.
+    stamp.write_text(json.dumps({**json.loads(stamp.read_text()), "agreement": 0.99991234}))
+    data = kept.with_name(kept.name + DATA)
+    size = data.stat().st_size
+    if damage == "removed":
+        data.unlink()
+    elif damage == "truncated":
+        os.truncate(data, size // 2)
+    else:
+        with open(data, "r+b") as fh:
+            fh.seek(size // 3)
+            fh.write(bytes(size // 3))
+    second = E5Embedder(cache=ModelCache(tmp_path))
+    np.testing.assert_array_equal(second.embed(PASSAGES), reference)
+    assert second.agreement != 0.99991234 and second.agreement >= MIN_AGREEMENT
+    assert data.stat().st_size == size  # there, whole (rebuilt where it had to be)
 
 
 def test_a_cache_folder_that_cannot_be_written_costs_only_time(tmp_path):
