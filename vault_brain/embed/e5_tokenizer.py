@@ -154,6 +154,7 @@ class UnigramEncoder:
         matchable = np.ones(vocab.size, dtype=bool)
         matchable[[vocab.bos, vocab.eos, vocab.pad, vocab.size - 1, vocab.unk]] = False
         self._keys = np.where(matchable, _prefix_keys(vocab.blob, vocab.offsets, lengths), 0)
+        self._buckets = _buckets(self._keys)
         lowest = float(vocab.scores[matchable].min()) if matchable.any() else 0.0
         self._unk_score = float(np.float32(lowest) - np.float32(UNK_PENALTY))
         self._longest = int(lengths[matchable].max()) if matchable.any() else 1
@@ -166,10 +167,12 @@ class UnigramEncoder:
             for end in range(at + 1, min(len(data), at + PREFIX_BYTES) + 1):
                 wanted.add(_key(data[at:end]))
         keys = np.fromiter(wanted, dtype=np.uint64, count=len(wanted))
-        keys.sort()
-        where = np.searchsorted(keys, self._keys)
-        where[where == len(keys)] = 0
-        found = np.flatnonzero(keys[where] == self._keys).tolist()
+        # The pieces whose key falls in a bucket of a wanted one, then those whose key is one:
+        # a gather over the 250k buckets (0.6 ms) instead of a search per piece (5 ms).
+        marked = np.zeros(1 << BUCKET_BITS, dtype=bool)
+        marked[_buckets(keys)] = True
+        maybe = np.flatnonzero(marked[self._buckets])
+        found = maybe[np.isin(self._keys[maybe], keys)].tolist()
         offsets, blob, scores = self._vocab.offsets, self._vocab.blob, self._vocab.scores
         ids = {blob[int(offsets[i]) : int(offsets[i + 1])]: i for i in found}
         return ids, {i: float(scores[i]) for i in found}
@@ -218,12 +221,21 @@ class UnigramEncoder:
 
 # A piece's lookup key: its length (up to PREFIX_BYTES) and its first PREFIX_BYTES bytes.
 PREFIX_BYTES = 7
+# Keys are hashed into 2**BUCKET_BITS buckets (Fibonacci hashing: the key times 2**64 / phi,
+# its top bits): a text's ~300 keys mark ~300 of 65,536 buckets, ~1,000 pieces share them.
+BUCKET_BITS = 16
+_FIBONACCI = np.uint64(0x9E3779B97F4A7C15)
 
 
 def _key(prefix: bytes) -> int:
     """The key of a piece that starts with `prefix` (its first PREFIX_BYTES bytes, or all
     of a shorter piece)."""
     return int.from_bytes(prefix, "little") | (len(prefix) << 56)
+
+
+def _buckets(keys: np.ndarray) -> np.ndarray:
+    """Each key's bucket, 0 to 2**BUCKET_BITS - 1 (uint64 products wrap, as meant)."""
+    return (keys * _FIBONACCI >> np.uint64(64 - BUCKET_BITS)).astype(np.intp)
 
 
 def _prefix_keys(blob: bytes, offsets: np.ndarray, lengths: np.ndarray) -> np.ndarray:
