@@ -171,12 +171,16 @@ class UnigramEncoder:
             for end in range(at + 1, min(len(data), at + PREFIX_BYTES) + 1):
                 wanted.add(_key(data[at:end]))
         keys = np.fromiter(wanted, dtype=np.uint64, count=len(wanted))
+        keys.sort()
         # The pieces whose key falls in a bucket of a wanted one, then those whose key is one:
         # a gather over the 250k buckets (0.6 ms) instead of a search per piece (5 ms).
+        # (Not np.isin: its first call imports numpy.ma, ~10 ms.)
         marked = np.zeros(1 << BUCKET_BITS, dtype=bool)
         marked[_buckets(keys)] = True
         maybe = np.flatnonzero(marked[self._buckets])
-        found = maybe[np.isin(self._keys[maybe], keys)].tolist()
+        theirs = self._keys[maybe]
+        where = np.minimum(np.searchsorted(keys, theirs), len(keys) - 1)
+        found = maybe[keys[where] == theirs].tolist()
         offsets, blob, scores = self._vocab.offsets, self._vocab.blob, self._vocab.scores
         ids = {blob[int(offsets[i]) : int(offsets[i + 1])]: i for i in found}
         return ids, {i: float(scores[i]) for i in found}
