@@ -160,15 +160,12 @@ class UnigramEncoder:
         self._keys = _prefix_keys(vocab.blob, vocab.offsets, lengths)
         self._keys[unmatchable] = 0
         self._buckets = _buckets(self._keys)
-        matchable = vocab.size > len(set(unmatchable))
-        aside = vocab.scores[unmatchable]  # the lowest score and longest piece of the others
-        vocab.scores[unmatchable], lengths[unmatchable] = np.inf, 0
-        try:
-            lowest = float(vocab.scores.min()) if matchable else 0.0
-        finally:
-            vocab.scores[unmatchable] = aside
+        others = np.ones(vocab.size, dtype=bool)
+        others[unmatchable] = False
+        matchable = bool(others.any())
+        lowest = float(vocab.scores.min(where=others, initial=np.inf)) if matchable else 0.0
         self._unk_score = float(np.float32(lowest) - np.float32(UNK_PENALTY))
-        self._longest = int(lengths.max()) if matchable else 1
+        self._longest = int(lengths.max(where=others, initial=0)) if matchable else 1
         self._unk = vocab.unk
 
     def _pieces_in(self, data: bytes) -> tuple[dict[bytes, int], dict[int, float]]:
