@@ -64,7 +64,8 @@ GRAPH_FORM = "optimised, prepacked weights beside"
 # them). Opening the graph maps this file: no 22 MB protobuf parsed, no weights copied or
 # packed (a one-shot search's session: ~40 against ~90 CPU-ms, docs/benchmarks.md round 6).
 DATA = ".data"
-KEPT_OUTSIDE = 1024  # smaller constants (shapes, axes) stay in the graph: shape inference reads them
+# Smaller constants (shapes, axes) stay in the graph: its shape inference reads them there.
+KEPT_OUTSIDE = 1024
 # Beside a kept graph: the file's identity when its vectors last agreed with the reference
 # here, and that agreement. A process that finds the same file trusts that check instead of
 # running it again (55 CPU-ms of a one-shot search); a file written, replaced or copied since
@@ -291,8 +292,8 @@ class E5Embedder:
         of the reference passages agree with the exact ones here. A kept graph is checked
         like a built one, once: its stamp (CHECKED) lets later processes skip the check
         while the graph and its data file (DATA) stay the ones checked; a damaged or
-        replaced one is dropped and built anew; a kernel that fails on this CPU is remembered as rejected, so the next
-        process skips it."""
+        replaced one is dropped and built anew; a kernel that fails on this CPU is
+        remembered as rejected, so the next process skips it."""
         from vault_brain.embed.e5_graph import KERNELS, encoder_graph
         from vault_brain.embed.e5_weights import WeightsError
 
