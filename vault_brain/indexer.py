@@ -540,7 +540,7 @@ class Indexer:
         written, more = self._embed_tier("instant", self.embedder, self.embed_backoff, batch, limit)
         if self.strong is not None and strong_limit != 0:
             # Small batches: a model call of a few seconds at most, so new notes get their
-            # instant vectors (and the newest notes their strong ones) between batches.
+            # instant vectors (and the newest notes their strong leads) between batches.
             strong, strong_more = self._embed_tier(
                 "strong", self.strong, self.strong_backoff, 32, strong_limit
             )
@@ -626,7 +626,10 @@ class Indexer:
         try:
             while limit is None or written < limit:
                 size = batch if limit is None else min(batch, limit - written)
-                n = embed_batch(self.index, embedder, size, name)
+                # The strong backlog embeds every note's lead chunk (title, opening lines)
+                # before the rest: its arm can name most notes long before it covers all
+                # chunks (issue 23; docs/benchmarks.md, "Leads first").
+                n = embed_batch(self.index, embedder, size, name, leads=name == "strong")
                 written += n
                 if n < size:  # the queue ran dry: no second look at an empty one
                     dry = True

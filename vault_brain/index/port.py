@@ -213,8 +213,12 @@ class VectorQueueReads(Protocol):
 
     def vectors_model(self, tier: str = "instant") -> tuple[str, int] | None: ...
 
-    def pending_chunks(self, limit: int, tier: str = "instant") -> list[PendingChunk]:
-        """Chunks waiting for the tier's vectors (the strong tier: newest first)."""
+    def pending_chunks(
+        self, limit: int, tier: str = "instant", *, leads: bool = False
+    ) -> list[PendingChunk]:
+        """Chunks waiting for the tier's vectors (the strong tier: newest first). With
+        `leads`, every note's lead chunk (its first: title and opening lines) that waits
+        comes before all other chunks, each group in the tier's order."""
         ...
 
     def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:

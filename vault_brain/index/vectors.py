@@ -34,13 +34,16 @@ def ensure_model(index: Index, embedder: Embedder, tier: str = INSTANT) -> None:
             w.reset_vectors(embedder.name, dim, tier)
 
 
-def embed_batch(index: Index, embedder: Embedder, batch_size: int, tier: str = INSTANT) -> int:
-    """Embed one batch of the tier's pending chunks; returns how many vectors were written
-    (0: none left). Raises what the embedder raises; nothing is marked done then."""
-    found = _pending(index, embedder, batch_size, tier)
+def embed_batch(
+    index: Index, embedder: Embedder, batch_size: int, tier: str = INSTANT, *, leads: bool = False
+) -> int:
+    """Embed one batch of the tier's pending chunks (with `leads`, the notes' lead chunks
+    before any other); returns how many vectors were written (0: none left). Raises what
+    the embedder raises; nothing is marked done then."""
+    found = _pending(index, embedder, batch_size, tier, leads)
     if found is None:  # the tier holds no vectors of this model yet
         ensure_model(index, embedder, tier)
-        found = _pending(index, embedder, batch_size, tier)
+        found = _pending(index, embedder, batch_size, tier, leads)
         if found is None:  # another process switched the tier to its model meanwhile
             return 0
     pending, cached, width = found
@@ -64,7 +67,7 @@ def embed_batch(index: Index, embedder: Embedder, batch_size: int, tier: str = I
 
 
 def _pending(
-    index: Index, embedder: Embedder, batch_size: int, tier: str
+    index: Index, embedder: Embedder, batch_size: int, tier: str, leads: bool
 ) -> tuple[list[PendingChunk], dict[str, bytes], int] | None:
     """(pending chunks, their cached vectors, vector width in bytes) on one snapshot; None
     when the tier does not hold this model's vectors. One read per batch: the background
@@ -73,7 +76,7 @@ def _pending(
         model = r.vectors_model(tier)
         if model is None or model[0] != embedder.name:
             return None
-        pending = r.pending_chunks(batch_size, tier)
+        pending = r.pending_chunks(batch_size, tier, leads=leads)
         hashes = [p.text_hash for p in pending]
         cached = r.cached_vectors(embedder.name, hashes) if pending else {}
     return pending, cached, model[1] * 4

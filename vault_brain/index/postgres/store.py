@@ -939,11 +939,24 @@ class Reads:
             return 0.0, 0.0
         return float(row[0]), MAD_TO_SIGMA * float(row[1])
 
-    def pending_chunks(self, limit: int, tier: str = INSTANT) -> list[PendingChunk]:
+    def pending_chunks(
+        self, limit: int, tier: str = INSTANT, *, leads: bool = False
+    ) -> list[PendingChunk]:
+        """As SQLite's: the tier's pending chunks in rowid order (the strong tier: newest
+        first), with `leads` the notes' lead chunks (ordinal 0) before the others."""
+        where = f"c.{_tier(tier).state} = 0"
+        if not leads:
+            return self._pending(where, tier, limit)
+        found = self._pending(f"{where} AND c.ordinal = 0", tier, limit)
+        if len(found) < limit:
+            found += self._pending(f"{where} AND c.ordinal <> 0", tier, limit - len(found))
+        return found
+
+    def _pending(self, where: str, tier: str, limit: int) -> list[PendingChunk]:
         order = "c.rowid DESC" if tier == "strong" else "c.rowid"
         rows = self._all(
             f"""SELECT c.rowid, c.text_hash, c.heading_path, c.text FROM chunks c
-               WHERE c.{_tier(tier).state} = 0 ORDER BY {order} LIMIT %s""",
+               WHERE {where} ORDER BY {order} LIMIT %s""",
             (limit,),
         )
         return [PendingChunk(r[0], r[1], f"{r[2]}\n\n{r[3]}") for r in rows]

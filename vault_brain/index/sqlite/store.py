@@ -667,13 +667,30 @@ class Reads:
         # A zero vector (text the model has no tokens for) has no cosine: no match.
         return [ChunkHit(r[0], r[1], 1.0 - r[2]) for r in rows if r[2] is not None]
 
-    def pending_chunks(self, limit: int, tier: str = INSTANT) -> list[PendingChunk]:
+    def pending_chunks(
+        self, limit: int, tier: str = INSTANT, *, leads: bool = False
+    ) -> list[PendingChunk]:
         """Chunks waiting for the tier's vectors; the newest first for the strong tier (a
-        note just saved or edited gets its strong vectors before the backlog)."""
+        note just saved or edited gets its strong vectors before the backlog). With
+        `leads`, the notes' lead chunks (ordinal 0) first, then the others.
+
+        Each part walks the tier's partial index of pending chunks in rowid order and
+        checks the ordinal, stopping at `limit` rows: no sort. The leads part visits the
+        pending non-leads newer than the leads it returns, up to every pending chunk once
+        the leads are done (cpp-docs' 24,506 non-leads: docs/benchmarks.md, "Leads first")."""
+        where = f"c.{_tier(tier).state} = 0"
+        if not leads:
+            return self._pending(where, tier, limit)
+        found = self._pending(f"{where} AND c.ordinal = 0", tier, limit)
+        if len(found) < limit:
+            found += self._pending(f"{where} AND c.ordinal != 0", tier, limit - len(found))
+        return found
+
+    def _pending(self, where: str, tier: str, limit: int) -> list[PendingChunk]:
         order = "c.rowid DESC" if tier == "strong" else "c.rowid"
         rows = self._all(
             f"""SELECT c.rowid, c.text_hash, c.heading_path, c.text FROM chunks c
-               WHERE c.{_tier(tier).state} = 0 ORDER BY {order} LIMIT ?""",
+               WHERE {where} ORDER BY {order} LIMIT ?""",
             (limit,),
         )
         return [PendingChunk(r[0], r[1], f"{r[2]}\n\n{r[3]}") for r in rows]
