@@ -16,7 +16,7 @@ from tests.conftest import every_backend
 from vault_brain.config import EmbedSettings
 from vault_brain.embed import make_embedder
 from vault_brain.index.factory import open_index
-from vault_brain.index.records import STRONG
+from vault_brain.index.records import STRONG, LeadsFirst
 from vault_brain.indexer import Indexer
 
 backend = every_backend()
@@ -50,6 +50,12 @@ class StrongQueue:
             rowids = [info.rowid for _, info in sorted(self._notes(r).items())]
         with self.index.transaction() as w:  # chunk_keys is a sync read, on the writer
             return {w.chunk_keys(rowid)[0] for rowid in rowids}
+
+    def lead_of(self, path: str) -> int:
+        with self.index.read() as r:
+            rowid = r.note_by_path(path).rowid
+        with self.index.transaction() as w:
+            return w.chunk_keys(rowid)[0]
 
     def chunks(self) -> set[int]:
         with self.index.read() as r:
@@ -151,11 +157,7 @@ def test_a_note_edited_mid_backlog_gets_its_new_lead_among_the_leads(backlog, va
     assert len(new_leads) == 1  # n03's new first chunk (n20 is no note of NOTES)
     written, batch = b.batch(2)
     # The new lead chunks come first: n03's and the new note's, before the others left.
-    with b.index.read() as r:
-        n20 = r.note_by_path("n20.md")
-    with b.index.transaction() as w:
-        n20_lead = w.chunk_keys(n20.rowid)[0]
-    assert batch == new_leads | {n20_lead}
+    assert batch == new_leads | {b.lead_of("n20.md")}
     while b.batch(10)[0]:
         pass
     done, total = b.coverage()
@@ -163,16 +165,74 @@ def test_a_note_edited_mid_backlog_gets_its_new_lead_among_the_leads(backlog, va
     assert b.pending() == set()
 
 
+def test_an_edit_during_the_leads_puts_its_new_lead_before_every_other_chunk(backlog, vault):
+    b = backlog()
+    leads = b.leads()
+    _, first = b.batch(5)  # five leads embedded, seven left
+    edited = next(i for i in range(NOTES) if b.lead_of(f"n{i:02d}.md") in first)
+    vault.write(f"n{edited:02d}.md", note_text(edited, edit=" (edited)"))
+    b.indexer.sync()
+    now = b.leads()
+    left = now & b.pending()
+    assert len(left) == len(leads) - 5 + 1 and b.lead_of(f"n{edited:02d}.md") in left
+    _, batch = b.batch(len(left))
+    assert batch == left, "every lead left, the edited note's new one among them, comes first"
+    _, batch = b.batch(10**6)
+    assert batch == b.chunks() - now and b.pending() == set()
+
+
+def test_a_failed_batch_keeps_the_leads_ahead(vault, make_settings, llm_server):
+    """A model call that fails marks nothing done and moves nothing: the next batches
+    still bring the leads left first."""
+    for i in range(NOTES):
+        vault.write(f"n{i:02d}.md", note_text(i))
+    settings = make_settings(chunk={"max_tokens": 48, "overlap": 0, "min_tokens": 8})
+    remote = {
+        "provider": "ollama",
+        "base_url": llm_server.url,
+        "model": "fake-strong",
+        "dimension": 8,
+        "timeout_seconds": 5,
+    }
+    strong = make_embedder(EmbedSettings(**remote))
+    indexer = Indexer(settings, open_index(settings), None, None, strong=strong)
+    try:
+        indexer.sync()
+        b = StrongQueue(indexer)
+        leads = b.leads()
+        assert b.batch(4)[1] <= leads
+        llm_server.behaviour.mode = "error500"
+        assert b.batch(4) == (0, set())
+        llm_server.behaviour.mode = "ok"
+        indexer.strong_backoff.succeeded()  # no waiting out the back-off
+        left = leads & b.pending()
+        assert len(left) == len(leads) - 4
+        assert b.batch(len(left))[1] == left
+    finally:
+        indexer.index.close()
+
+
 def test_the_port_orders_leads_first_on_request_and_newest_first_without(backlog):
     b = backlog()
     leads = b.leads()
     with b.index.read() as r:
-        ordered = [p.rowid for p in r.pending_chunks(10**6, STRONG, leads=True)]
+        pending = r.pending_chunks(10**6, STRONG, leads=LeadsFirst())
         newest = [p.rowid for p in r.pending_chunks(10**6, STRONG)]
-        few = [p.rowid for p in r.pending_chunks(3, STRONG, leads=True)]
-    assert set(ordered[: len(leads)]) == leads
+        few = [p.rowid for p in r.pending_chunks(3, STRONG, leads=LeadsFirst())]
+    ordered = [p.rowid for p in pending]
     assert ordered[: len(leads)] == sorted(leads, reverse=True)  # newest lead first
+    assert [p.lead for p in pending] == [p.rowid in leads for p in pending]
     rest = ordered[len(leads) :]
     assert rest == sorted(rest, reverse=True)
     assert newest == sorted(newest, reverse=True) and set(newest) == set(ordered)
     assert few == ordered[:3]
+
+
+def test_the_port_looks_for_leads_past_the_last_one_embedded(backlog):
+    b = backlog()
+    order = sorted(b.leads(), reverse=True)
+    with b.index.read() as r:
+        past = [p.rowid for p in r.pending_chunks(4, STRONG, leads=LeadsFirst(order[3]))]
+        after_all = r.pending_chunks(4, STRONG, leads=LeadsFirst(order[-1]))
+    assert past == order[4:8]
+    assert not any(p.lead for p in after_all) and len(after_all) == 4
