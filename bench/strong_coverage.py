@@ -12,7 +12,7 @@ growing shares of the chunks and the questions are asked of the vectors embedded
 - `leads`: every note's first chunk (its title, lead and opening section), then the rest.
 
     .venv/bin/python -m bench.strong_coverage --vault /tmp/cpp-docs [--questions cpp-docs] \\
-        [--shares 0.1,0.2,0.285,0.4,0.6,0.8,1] [--json-out f]
+        [--shares 0.1,0.2,leads,0.4,0.6,0.8,1] [--json-out f]
 
 The vault must have been indexed with the default settings (e5 built).
 
@@ -48,13 +48,24 @@ if __package__ in (None, ""):
 
 import numpy as np  # noqa: E402
 
-from bench.common import machine, markdown_table, progress, shared_dir, write_json  # noqa: E402
+from bench.common import (  # noqa: E402
+    QUESTION_SETS,
+    machine,
+    markdown_table,
+    nfc,
+    progress,
+    shared_dir,
+    write_json,
+)
 
 ORDERS = ("newest", "leads")
 
 
 def read_questions(name: str) -> list[tuple[str, dict[str, int]]]:
-    path = shared_dir() / "corpora" / "questions" / f"{name}-questions.tsv"
+    """A question set by its bench name (bench/common.QUESTION_SETS: cpp-docs, obsidian-de,
+    ...) or its file's stem before `-questions`; note paths NFC, as the index holds them."""
+    file = QUESTION_SETS.get(name, f"{name}-questions.tsv")
+    path = shared_dir() / "corpora" / "questions" / file
     out = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.strip() or line.startswith("#"):
@@ -64,7 +75,7 @@ def read_questions(name: str) -> list[tuple[str, dict[str, int]]]:
         for item in judged.split(";"):
             note, _, grade = item.strip().rpartition(":")
             if note:
-                grades[note] = int(grade)
+                grades[nfc(note)] = int(grade)
         out.append((query, grades))
     return out
 
@@ -126,7 +137,7 @@ def load_chunks(db: Path, partial: bool = False, tier: str = "strong") -> Chunks
     vectors = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), -1)
     rowids = np.asarray([r[0] for r in rows])
     ordinals = np.asarray([r[1] for r in rows])
-    return vectors, [r[2] for r in rows], rowids, ordinals, model
+    return vectors, [nfc(r[2]) for r in rows], rowids, ordinals, model
 
 
 def order(kind: str, rowids: np.ndarray, ordinals: np.ndarray) -> np.ndarray:
@@ -198,7 +209,7 @@ def held_strong(db: Path) -> tuple[np.ndarray, list[str], int]:
     ).fetchall()
     con.close()
     vectors = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-    return vectors, [r[1] for r in rows], sum(1 for r in rows if r[0] == 0)
+    return vectors, [nfc(r[1]) for r in rows], sum(1 for r in rows if r[0] == 0)
 
 
 def measured(args: argparse.Namespace, db: Path, questions: list, queries: np.ndarray) -> list:
@@ -363,14 +374,18 @@ def simulated(args: argparse.Namespace, db: Path, questions: list) -> dict:
     queries = np.asarray(E5Embedder().embed_queries([q for q, _ in questions]), dtype=np.float32)
     sims = queries @ vectors.T  # [questions, chunks]
     leads = int((ordinals == 0).sum())
-    shares = [float(s) for s in args.shares.split(",")]
+    sizes = sorted(
+        {
+            leads if s == "leads" else max(1, round(float(s) * len(paths)))
+            for s in args.shares.split(",")
+        }
+    )
     results = [instant_reference(db, questions)]
     for kind in ORDERS:
         ranked_order = order(kind, rowids, ordinals)
-        for share in shares:
-            n = max(1, round(share * len(paths)))
+        for n in sizes:
             results.append(
-                {"order": kind, "share": share, "chunks": n}
+                {"order": kind, "share": round(n / len(paths), 4), "chunks": n}
                 | scores(sims, ranked_order[:n], paths, questions)
             )
     print(
