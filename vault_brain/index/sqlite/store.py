@@ -673,14 +673,14 @@ class Reads:
         self, limit: int, tier: str = INSTANT, *, leads: LeadsFirst | None = None
     ) -> list[PendingChunk]:
         """Chunks waiting for the tier's vectors; the newest first for the strong tier (a
-        note just saved or edited gets its strong vectors before the backlog). With
-        `leads`, the notes' lead chunks (ordinal 0) past `leads.past` first, then the others.
+        note just saved or edited comes before older ones). With `leads`, the notes' lead
+        chunks (ordinal 0) past `leads.past` first, then the others.
 
         Each part walks the tier's partial index of pending chunks in key order from its
         start (or from `leads.past`) and checks the ordinal, stopping at `limit` rows: no
         sort. Without `past`, the leads part would walk again, each batch, over every
-        pending chunk newer than the leads left: 19 CPU-ms a batch, 20 CPU-s over
-        cpp-docs' backlog (docs/benchmarks.md, "Leads first")."""
+        pending chunk newer than the leads left: ~20 CPU-ms a batch, 22 CPU-s over
+        cpp-docs' backlog, against 0.25 with it (docs/benchmarks.md, "Leads first")."""
         where = f"c.{_tier(tier).state} = 0"
         if leads is None:
             return self._pending(where, (), tier, limit)
