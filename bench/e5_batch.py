@@ -71,27 +71,53 @@ def main(argv: list[str] | None = None) -> int:
         texts_file.write_text(json.dumps(texts))
         for _ in range(args.rounds):
             for key in runs:
-                argv_ = [sys.executable, "-m", "bench.e5_batch", "--child", str(texts_file),
-                         str(key[0]), str(key[1]), str(args.repeat)]
-                out = subprocess.run(argv_, capture_output=True, text=True, check=True,
-                                     cwd=Path(__file__).resolve().parents[1],
-                                     env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+                argv_ = [
+                    sys.executable,
+                    "-m",
+                    "bench.e5_batch",
+                    "--child",
+                    str(texts_file),
+                    str(key[0]),
+                    str(key[1]),
+                    str(args.repeat),
+                ]
+                out = subprocess.run(
+                    argv_,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    cwd=Path(__file__).resolve().parents[1],
+                    env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+                )
                 runs[key].append(json.loads(out.stdout.strip().splitlines()[-1]))
                 loads.append(os.getloadavg()[0])
     rows = []
     for (bt, th), rs in runs.items():
-        rows.append({
-            "batch_tokens": bt,
-            "threads": th,
-            "kernel": rs[0]["kernel"],
-            "chunks_per_s": round(statistics.median(r["chunks"] / r["wall_s"] for r in rs), 1),
-            "cpu_ms_per_chunk": round(statistics.median(1000 * r["cpu_s"] / r["chunks"] for r in rs), 2),
-        })
-    record = {"machine": machine(), "chunks": len(texts), "rounds": args.rounds,
-              "load": [min(loads), max(loads)], "rows": rows}
+        rows.append(
+            {
+                "batch_tokens": bt,
+                "threads": th,
+                "kernel": rs[0]["kernel"],
+                "chunks_per_s": round(statistics.median(r["chunks"] / r["wall_s"] for r in rs), 1),
+                "cpu_ms_per_chunk": round(
+                    statistics.median(1000 * r["cpu_s"] / r["chunks"] for r in rs), 2
+                ),
+            }
+        )
+    record = {
+        "machine": machine(),
+        "chunks": len(texts),
+        "rounds": args.rounds,
+        "load": [min(loads), max(loads)],
+        "rows": rows,
+    }
     print(write_json(record, args.json_out))
-    print(markdown_table(["batch tokens", "threads", "kernel", "chunks/s (median)", "CPU-ms a chunk (median)"],
-                         [tuple(r.values()) for r in rows]))
+    print(
+        markdown_table(
+            ["batch tokens", "threads", "kernel", "chunks/s (median)", "CPU-ms a chunk (median)"],
+            [tuple(r.values()) for r in rows],
+        )
+    )
     return 0
 
 

@@ -522,6 +522,33 @@ def test_get_by_a_title_two_notes_share_names_both_and_prints_neither(vault):
     assert "work0001" in r.stderr and "Home/Ideas.md" in r.stderr
 
 
+def test_onnxruntime_keeps_no_telemetry_store_unless_the_user_says_otherwise(tmp_path):
+    """vault_brain/__init__.py: onnxruntime's import opens a telemetry store in the user's
+    cache (Microsoft/DeveloperTools/.onnxruntime, an SQLite file written with fsyncs at
+    import and at exit), paid by every first hybrid search; a user's own
+    ORT_DISABLE_TELEMETRY stands."""
+    pytest.importorskip("onnxruntime")
+    code = "import os, vault_brain, onnxruntime; print(os.environ['ORT_DISABLE_TELEMETRY'])"
+    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+    for theirs, seen in ((None, "1"), ("0", "0")):
+        cache = tmp_path / f"cache-{theirs}"
+        cache.mkdir()
+        r = subprocess.run(
+            [sys.executable, "-c", code],
+            env={
+                **env,
+                "XDG_CACHE_HOME": str(cache),
+                **({"ORT_DISABLE_TELEMETRY": theirs} if theirs else {}),
+            },
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert r.stdout.strip() == seen, r.stderr
+        if theirs is None:  # (with "0" it is there, in the onnxruntime of this writing)
+            assert not (cache / "Microsoft").exists(), sorted(cache.rglob("*"))
+
+
 def test_numpys_blas_runs_one_thread_unless_the_user_says_otherwise():
     """vault_brain/__init__.py: OpenBLAS's spinning threads cost a one-shot search ~90
     CPU-ms; a user's own OPENBLAS_NUM_THREADS stands."""

@@ -147,6 +147,7 @@ BACKEND_FREE = {
         "records",
         "sync",
         "vectors",
+        "leads",
         "hashes",
         "text",
         "links",
@@ -182,7 +183,8 @@ def test_search_and_the_indexer_see_the_index_only_through_its_port():
     port = {"vault_brain.index.port", "vault_brain.index.records"}
     allowed = {
         "search": port,
-        "indexer.py": port | {"vault_brain.index.sync", "vault_brain.index.vectors"},
+        "indexer.py": port
+        | {"vault_brain.index.sync", "vault_brain.index.vectors", "vault_brain.index.leads"},
         "summarize": port,
     }
     for part, ok in allowed.items():

@@ -10,3 +10,8 @@ __version__ = "0.1.0"
 # (a query against a vault's vectors is one matrix-vector product). A user's own choice
 # stands. Set before anything imports numpy: every entry (CLI, server, tests) imports this.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# onnxruntime (1.32 here) opens a telemetry store at import, in the user's cache
+# (Microsoft/DeveloperTools/.onnxruntime: an SQLite file written with fsyncs at import and at
+# exit): CPU and wall time of every first hybrid search, and a file nobody asked for. A
+# user's own choice stands.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")

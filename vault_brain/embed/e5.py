@@ -5,8 +5,9 @@ the model, intfloat/multilingual-e5-small, is MIT too. Nothing is downloaded: at
 the file is memory-mapped, the XLM-R tokenizer is rebuilt from its pieces (e5_tokenizer; a
 query alone needs no SentencePiece model), and the encoder becomes an onnxruntime graph
 (e5_graph), built in memory once; onnxruntime's optimised form of it (written to a
-temporary folder) is handed to `cache` (the user's cache folder, embed/cache.py), so the
-next process opens it without building or optimising anything. Word vectors stay 4-bit in
+temporary folder, its weights prepacked in a data file beside it) is handed to `cache` (the
+user's cache folder, embed/cache.py), so the next process opens it without building,
+optimising or packing anything: the data file is memory-mapped. Word vectors stay 4-bit in
 the mapping and are inflated per batch.
 
 Vectors must not depend on the CPU. Every graph, built or read from the cache, is checked
@@ -55,8 +56,16 @@ PRECISIONS = ("int8", "q4", "q4-int8", "fp32")  # e5_graph's kernels (checked eq
 # (docs/benchmarks.md, the relevance cut-off).
 COSINE_SCALE = (0.845, 0.08)
 GRAPH_PREFIX = "e5-graph-"  # the built graph, kept in the user's cache for the next process
-# What the kept file holds: the graph as onnxruntime optimised it (opened with no optimiser).
-GRAPH_FORM = "optimised"
+# What the kept file holds: the graph as onnxruntime optimised it (opened with no optimiser),
+# its weights in a file beside it (DATA), prepacked for this CPU's kernels.
+GRAPH_FORM = "optimised, prepacked weights beside"
+# The kept graph's weights: `<graph>` + DATA, written by onnxruntime with the optimised graph
+# (its initializers of KEPT_OUTSIDE bytes or more, and the int8 matrices as its kernels pack
+# them). Opening the graph maps this file: no 22 MB protobuf parsed, no weights copied or
+# packed (a one-shot search's session: ~40 against ~90 CPU-ms, docs/benchmarks.md round 6).
+DATA = ".data"
+# Smaller constants (shapes, axes) stay in the graph: its shape inference reads them there.
+KEPT_OUTSIDE = 1024
 # Beside a kept graph: the file's identity when its vectors last agreed with the reference
 # here, and that agreement. A process that finds the same file trusts that check instead of
 # running it again (55 CPU-ms of a one-shot search); a file written, replaced or copied since
@@ -236,7 +245,8 @@ class E5Embedder:
         def open_session(model: str | bytes, *, optimized: bool = False, save: str = "") -> Any:
             """A session on a graph; `optimized`: a kept graph, which onnxruntime optimised
             when it was built (opening it runs no optimiser: 57 against 105 CPU-ms here);
-            `save`: where onnxruntime writes the optimised graph of this one."""
+            `save`: where onnxruntime writes the optimised graph of this one, its weights
+            prepacked in `save` + DATA beside it."""
             opts = options
             if optimized or save:
                 opts = _options(onnxruntime)
@@ -246,6 +256,14 @@ class E5Embedder:
                     )
                 if save:
                     opts.optimized_model_filepath = save
+                    for key, value in (
+                        ("external_initializers_file_name", os.path.basename(save) + DATA),
+                        ("external_initializers_min_size_in_bytes", str(KEPT_OUTSIDE)),
+                    ):
+                        opts.add_session_config_entry(f"session.optimized_model_{key}", value)
+                    opts.add_session_config_entry(
+                        "session.save_external_prepacked_constant_initializers", "1"
+                    )
             return onnxruntime.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
 
         session, kernel, agreement = self._checked_session(
@@ -273,9 +291,9 @@ class E5Embedder:
         """(session, kernel, agreement) of the fastest kernel of this precision whose vectors
         of the reference passages agree with the exact ones here. A kept graph is checked
         like a built one, once: its stamp (CHECKED) lets later processes skip the check
-        while the file stays the one checked; a damaged or replaced file is dropped and
-        built anew; a kernel that fails on this CPU is remembered as rejected, so the next
-        process skips it."""
+        while the graph and its data file (DATA) stay the ones checked; a damaged or
+        replaced one is dropped and built anew; a kernel that fails on this CPU is
+        remembered as rejected, so the next process skips it."""
         from vault_brain.embed.e5_graph import KERNELS, encoder_graph
         from vault_brain.embed.e5_weights import WeightsError
 
@@ -290,9 +308,9 @@ class E5Embedder:
             if kept is not None:
                 checked = _checked_stamp(cache, name)  # type: ignore[arg-type]
                 try:
-                    before = _file_identity(kept)
+                    before = _kept_identity(kept)
                     session = open_session(str(kept), optimized=True)
-                    if checked is not None and before == _file_identity(kept) == checked[0]:
+                    if checked is not None and before == _kept_identity(kept) == checked[0]:
                         agreement = checked[1]  # these very bytes were checked here before
                     else:
                         agreement = _agreement(session, word_blocks, pad, reference)
@@ -305,10 +323,12 @@ class E5Embedder:
                 warn("e5_kept_graph_rejected", kernel=kernel, agreement=round(agreement, 5))
                 cache.drop(name + CHECKED)  # type: ignore[union-attr]
                 cache.drop(name)  # type: ignore[union-attr]
+                cache.drop(name + DATA)  # type: ignore[union-attr]
             import tempfile  # (and random): only when a graph is built
 
             with tempfile.TemporaryDirectory(prefix="vault-brain-e5-") as scratch:
-                optimised = os.path.join(scratch, "graph.onnx") if name else ""
+                # Named as kept: the graph names its data file, relative to its own folder.
+                optimised = os.path.join(scratch, name) if name else ""
                 try:
                     graph = encoder_graph(weights, kernel)
                     session = open_session(graph, save=optimised)
@@ -319,11 +339,16 @@ class E5Embedder:
                 agreement = _agreement(session, word_blocks, pad, reference)
                 if agreement >= MIN_AGREEMENT:
                     optimised_graph = _read(optimised) if optimised else None
-                    if cache is not None and name and optimised_graph is not None:
+                    data = _read(optimised + DATA) if optimised else None
+                    if cache is not None and name and optimised_graph and data:
                         # The optimised graph is kept: the next process opens it without
-                        # running the optimiser, checks it once and stamps it.
+                        # running the optimiser, checks it once and stamps it. Its data
+                        # first: a graph found is whole (a data file alone is replaced
+                        # or removed with the next one kept).
                         cache.drop(name + CHECKED)
-                        cache.keep(name, optimised_graph, replaces=f"{GRAPH_PREFIX}*-{kernel}.onnx")
+                        glob = f"{GRAPH_PREFIX}*-{kernel}.onnx"
+                        cache.keep(name + DATA, data, replaces=glob + DATA)
+                        cache.keep(name, optimised_graph, replaces=glob)
                     return session, kernel, agreement
             best = max(best, agreement)
             warn("e5_kernel_inexact_here", kernel=kernel, agreement=round(agreement, 5))
@@ -364,7 +389,12 @@ class E5Embedder:
         if not live:
             return out  # nothing to load for: empty texts are zero rows
         model = self._load()
-        ids = model.tokenizer.encode([prefix + texts[i] for i in live], self.max_tokens)
+        from vault_brain.embed.e5_weights import WeightsError  # loaded with the model
+
+        try:
+            ids = model.tokenizer.encode([prefix + texts[i] for i in live], self.max_tokens)
+        except WeightsError as exc:  # SentencePiece's model cannot be written from them
+            raise Unavailable(f"cannot read the e5 weights: {exc}") from exc
         pooled = np.zeros((len(live), DIMENSION), dtype=np.float32)
         batches = self._batches([len(x) for x in ids])
 
@@ -469,6 +499,11 @@ def _options(onnxruntime: Any) -> Any:
     # Idle worker threads sleep instead of spinning: this runs beside a server.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return options
+
+
+def _kept_identity(graph: Path) -> list[int]:
+    """The kept graph's identity and its data file's (a missing one raises OSError)."""
+    return _file_identity(graph) + _file_identity(graph.with_name(graph.name + DATA))
 
 
 def _file_identity(path: Path) -> list[int]:

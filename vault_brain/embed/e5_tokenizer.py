@@ -37,6 +37,10 @@ def sentencepiece_proto(vocab: Vocabulary) -> bytes:
     Control pieces (<s>, <pad>, </s>, the trailing <mask>) are typed CONTROL so text never
     matches them; add_dummy_prefix gives the leading "▁" XLM-R expects. The 250k piece
     messages are laid out with numpy (a Python loop takes seconds on a busy machine)."""
+    try:
+        vocab.blob.decode("utf-8")  # (the query path works on bytes and needs no check)
+    except UnicodeDecodeError as exc:
+        raise WeightsError("the vocabulary's pieces are not UTF-8") from exc
     lengths = np.diff(vocab.offsets)
     kinds = np.full(vocab.size, _NORMAL, dtype=np.uint8)
     kinds[vocab.unk] = _UNKNOWN
@@ -147,16 +151,21 @@ class UnigramEncoder:
     def __init__(self, vocab: Vocabulary) -> None:
         # No table of all 250k pieces (0.1 s to build, more than the query's whole
         # embedding): each piece gets a key made of its length and first PREFIX_BYTES bytes
-        # (numpy, ~10 ms), and a text looks up only the pieces whose key one of its own
-        # substrings has: every piece that occurs in the text is among them.
+        # (numpy, ~5 ms), and a text looks up only the pieces whose key one of its own
+        # substrings has: every piece that occurs in the text is among them. Few arrays of
+        # 250k are made: each new one costs its page faults in a fresh process.
         self._vocab = vocab
         lengths = np.diff(vocab.offsets)
-        matchable = np.ones(vocab.size, dtype=bool)
-        matchable[[vocab.bos, vocab.eos, vocab.pad, vocab.size - 1, vocab.unk]] = False
-        self._keys = np.where(matchable, _prefix_keys(vocab.blob, vocab.offsets, lengths), 0)
-        lowest = float(vocab.scores[matchable].min()) if matchable.any() else 0.0
+        unmatchable = [vocab.bos, vocab.eos, vocab.pad, vocab.size - 1, vocab.unk]
+        self._keys = _prefix_keys(vocab.blob, vocab.offsets, lengths)
+        self._keys[unmatchable] = 0
+        self._buckets = _buckets(self._keys)
+        others = np.ones(vocab.size, dtype=bool)
+        others[unmatchable] = False
+        matchable = bool(others.any())
+        lowest = float(vocab.scores.min(where=others, initial=np.inf)) if matchable else 0.0
         self._unk_score = float(np.float32(lowest) - np.float32(UNK_PENALTY))
-        self._longest = int(lengths[matchable].max()) if matchable.any() else 1
+        self._longest = int(lengths.max(where=others, initial=0)) if matchable else 1
         self._unk = vocab.unk
 
     def _pieces_in(self, data: bytes) -> tuple[dict[bytes, int], dict[int, float]]:
@@ -167,9 +176,15 @@ class UnigramEncoder:
                 wanted.add(_key(data[at:end]))
         keys = np.fromiter(wanted, dtype=np.uint64, count=len(wanted))
         keys.sort()
-        where = np.searchsorted(keys, self._keys)
-        where[where == len(keys)] = 0
-        found = np.flatnonzero(keys[where] == self._keys).tolist()
+        # The pieces whose key falls in a bucket of a wanted one, then those whose key is one:
+        # a gather over the 250k buckets (0.6 ms) instead of a search per piece (5 ms).
+        # (Not np.isin: its first call imports numpy.ma, ~10 ms.)
+        marked = np.zeros(1 << BUCKET_BITS, dtype=bool)
+        marked[_buckets(keys)] = True
+        maybe = np.flatnonzero(marked[self._buckets])
+        theirs = self._keys[maybe]
+        where = np.minimum(np.searchsorted(keys, theirs), len(keys) - 1)
+        found = maybe[keys[where] == theirs].tolist()
         offsets, blob, scores = self._vocab.offsets, self._vocab.blob, self._vocab.scores
         ids = {blob[int(offsets[i]) : int(offsets[i + 1])]: i for i in found}
         return ids, {i: float(scores[i]) for i in found}
@@ -218,6 +233,10 @@ class UnigramEncoder:
 
 # A piece's lookup key: its length (up to PREFIX_BYTES) and its first PREFIX_BYTES bytes.
 PREFIX_BYTES = 7
+# Keys are hashed into 2**BUCKET_BITS buckets (Fibonacci hashing: the key times 2**64 / phi,
+# its top bits): a text's ~300 keys mark ~300 of 65,536 buckets, ~1,000 pieces share them.
+BUCKET_BITS = 16
+_FIBONACCI = np.uint64(0x9E3779B97F4A7C15)
 
 
 def _key(prefix: bytes) -> int:
@@ -226,13 +245,31 @@ def _key(prefix: bytes) -> int:
     return int.from_bytes(prefix, "little") | (len(prefix) << 56)
 
 
+def _buckets(keys: np.ndarray) -> np.ndarray:
+    """Each key's bucket, 0 to 2**BUCKET_BITS - 1 (uint64 products wrap, as meant)."""
+    return (keys * _FIBONACCI >> np.uint64(64 - BUCKET_BITS)).astype(np.intp)
+
+
 def _prefix_keys(blob: bytes, offsets: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Every piece's `_key`, computed for all of them at once."""
-    data = np.frombuffer(blob + bytes(PREFIX_BYTES), dtype=np.uint8)
-    kept = np.minimum(lengths, PREFIX_BYTES).astype(np.uint64)
-    keys = kept << np.uint64(56)
+    """Every piece's `_key`, computed for all of them at once: the 8 bytes at each piece's
+    start read as one little-endian word (the blob seen as a word at every byte, one
+    gather), the bytes past its first min(length, PREFIX_BYTES) cleared, its length in the
+    top byte. (1 ms, against 6 for a gather per byte.) A piece that starts in the blob's
+    last 7 bytes is keyed on its own."""
     starts = offsets[:-1]
-    for j in range(PREFIX_BYTES):
-        byte = data[starts + j].astype(np.uint64)
-        keys |= np.where(j < kept, byte, np.uint64(0)) << np.uint64(8 * j)
-    return keys
+    words = np.zeros(len(starts), dtype="<u8")
+    inside = max(len(blob) - 7, 0)
+    if inside:
+        every = np.ndarray(shape=(inside,), dtype="<u8", buffer=blob, strides=(1,))
+        np.take(every, starts, out=words, mode="clip")
+    kept = np.minimum(lengths, PREFIX_BYTES)
+    spare = _LOW_BYTES.take(kept)
+    words &= spare
+    words |= _LENGTH_BYTE.take(kept, out=spare)
+    for i in np.flatnonzero(starts >= inside).tolist():
+        words[i] = _key(blob[int(starts[i]) : int(starts[i]) + int(kept[i])])
+    return words
+
+
+_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(8)], dtype=np.uint64)
+_LENGTH_BYTE = np.array([n << 56 for n in range(8)], dtype=np.uint64)

@@ -26,6 +26,7 @@ from vault_brain.index.records import (
     Counts,
     Filters,
     Holder,
+    LeadsFirst,
     LinkInfo,
     LinkRow,
     NoteInfo,
@@ -213,8 +214,12 @@ class VectorQueueReads(Protocol):
 
     def vectors_model(self, tier: str = "instant") -> tuple[str, int] | None: ...
 
-    def pending_chunks(self, limit: int, tier: str = "instant") -> list[PendingChunk]:
-        """Chunks waiting for the tier's vectors (the strong tier: newest first)."""
+    def pending_chunks(
+        self, limit: int, tier: str = "instant", *, leads: LeadsFirst | None = None
+    ) -> list[PendingChunk]:
+        """Chunks waiting for the tier's vectors (the strong tier: newest first). With
+        `leads`, the notes' lead chunks (ordinal 0) past `leads.past` come first, marked
+        `lead`, then chunks that are no lead, each part in the tier's order."""
         ...
 
     def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:

@@ -166,6 +166,17 @@ class PendingChunk(NamedTuple):
     rowid: int
     text_hash: str
     embed_text: str
+    lead: bool = False  # its note's first chunk, asked for first (LeadsFirst)
+
+
+class LeadsFirst(NamedTuple):
+    """pending_chunks' order for a backlog: every note's lead chunk (its first: the title
+    and opening lines) before all other chunks, each part in the tier's order. `past`: the
+    last lead the backlog embedded; the leads still pending lie past it in that order (the
+    caller says so after each batch), so a query starts there instead of walking again over
+    the chunks earlier batches passed. None: look from the start."""
+
+    past: int | None = None
 
 
 class PendingSummary(NamedTuple):

@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from vault_brain.embed.base import Embedder
+from vault_brain.index.leads import Leads
 from vault_brain.index.port import Index
-from vault_brain.index.records import INSTANT, PendingChunk
+from vault_brain.index.records import INSTANT, LeadsFirst, PendingChunk
 
 
 def vectors_ready(index: Index, embedder: Embedder | None, tier: str = INSTANT) -> bool:
@@ -34,13 +35,25 @@ def ensure_model(index: Index, embedder: Embedder, tier: str = INSTANT) -> None:
             w.reset_vectors(embedder.name, dim, tier)
 
 
-def embed_batch(index: Index, embedder: Embedder, batch_size: int, tier: str = INSTANT) -> int:
-    """Embed one batch of the tier's pending chunks; returns how many vectors were written
-    (0: none left). Raises what the embedder raises; nothing is marked done then."""
-    found = _pending(index, embedder, batch_size, tier)
+def embed_batch(
+    index: Index,
+    embedder: Embedder,
+    batch_size: int,
+    tier: str = INSTANT,
+    *,
+    leads: Leads | None = None,
+) -> int:
+    """Embed one batch of the tier's pending chunks (with `leads`, the notes' lead chunks
+    before any other, and `leads` follows); returns how many vectors were written (0: none
+    left). Raises what the embedder raises; nothing is marked done then."""
+    order = leads.order if leads is not None else None
+    found = _pending(index, embedder, batch_size, tier, order)
     if found is None:  # the tier holds no vectors of this model yet
         ensure_model(index, embedder, tier)
-        found = _pending(index, embedder, batch_size, tier)
+        if leads is not None:
+            leads.restart()  # every chunk is pending again
+            order = leads.order
+        found = _pending(index, embedder, batch_size, tier, order)
         if found is None:  # another process switched the tier to its model meanwhile
             return 0
     pending, cached, width = found
@@ -60,11 +73,13 @@ def embed_batch(index: Index, embedder: Embedder, batch_size: int, tier: str = I
     items = [(p.rowid, p.text_hash, cached[p.text_hash]) for p in pending]
     with index.transaction() as w:
         w.store_vectors(embedder.name, items, tier)
+    if leads is not None:
+        leads.embedded(pending, batch_size, order)
     return len(items)
 
 
 def _pending(
-    index: Index, embedder: Embedder, batch_size: int, tier: str
+    index: Index, embedder: Embedder, batch_size: int, tier: str, order: LeadsFirst | None
 ) -> tuple[list[PendingChunk], dict[str, bytes], int] | None:
     """(pending chunks, their cached vectors, vector width in bytes) on one snapshot; None
     when the tier does not hold this model's vectors. One read per batch: the background
@@ -73,7 +88,7 @@ def _pending(
         model = r.vectors_model(tier)
         if model is None or model[0] != embedder.name:
             return None
-        pending = r.pending_chunks(batch_size, tier)
+        pending = r.pending_chunks(batch_size, tier, leads=order)
         hashes = [p.text_hash for p in pending]
         cached = r.cached_vectors(embedder.name, hashes) if pending else {}
     return pending, cached, model[1] * 4

@@ -21,10 +21,12 @@ from vault_brain.index.postgres.fulltext import Phrase
 from vault_brain.index.ranking import rank_text
 from vault_brain.index.records import (
     INSTANT,
+    STRONG,
     ChunkHit,
     ChunkRow,
     Counts,
     Filters,
+    LeadsFirst,
     LinkInfo,
     LinkRow,
     NoteInfo,
@@ -939,14 +941,33 @@ class Reads:
             return 0.0, 0.0
         return float(row[0]), MAD_TO_SIGMA * float(row[1])
 
-    def pending_chunks(self, limit: int, tier: str = INSTANT) -> list[PendingChunk]:
-        order = "c.rowid DESC" if tier == "strong" else "c.rowid"
+    def pending_chunks(
+        self, limit: int, tier: str = INSTANT, *, leads: LeadsFirst | None = None
+    ) -> list[PendingChunk]:
+        """As SQLite's: the tier's pending chunks in key order (the strong tier: newest
+        first); with `leads`, the notes' lead chunks (ordinal 0) past `leads.past` first."""
+        where = f"c.{_tier(tier).state} = 0"
+        if leads is None:
+            return self._pending(where, (), tier, limit)
+        first, params = f"{where} AND c.ordinal = 0", ()
+        if leads.past is not None:
+            first += f" AND c.rowid {'<' if tier == STRONG else '>'} %s"
+            params = (leads.past,)
+        found = self._pending(first, params, tier, limit, lead=True)
+        if len(found) < limit:
+            found += self._pending(f"{where} AND c.ordinal <> 0", (), tier, limit - len(found))
+        return found
+
+    def _pending(
+        self, where: str, params: tuple, tier: str, limit: int, lead: bool = False
+    ) -> list[PendingChunk]:
+        order = "c.rowid DESC" if tier == STRONG else "c.rowid"
         rows = self._all(
             f"""SELECT c.rowid, c.text_hash, c.heading_path, c.text FROM chunks c
-               WHERE c.{_tier(tier).state} = 0 ORDER BY {order} LIMIT %s""",
-            (limit,),
+               WHERE {where} ORDER BY {order} LIMIT %s""",
+            (*params, limit),
         )
-        return [PendingChunk(r[0], r[1], f"{r[2]}\n\n{r[3]}") for r in rows]
+        return [PendingChunk(r[0], r[1], f"{r[2]}\n\n{r[3]}", lead) for r in rows]
 
     def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
         if not hashes:

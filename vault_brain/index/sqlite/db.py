@@ -104,6 +104,14 @@ def binding_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
+# Pages are read through a memory map of the index, up to this many bytes of it (beyond,
+# and where the platform refuses, SQLite reads as before): no read() and copy per page. The
+# e5 KNN of a one-shot hybrid search reads every vector (35k on cpp-docs: 50 MB of overflow
+# pages): ~25 against ~42 CPU-ms on a fresh connection. The index lives on a local disk in
+# the user's cache, where a map is safe (SQLite's caveat is I/O errors on network files).
+MMAP_BYTES = 1 << 30
+
+
 def connect(path: Path | str) -> Connection:
     """A connection with sqlite-vec loaded, WAL, and a busy timeout so nobody sees 'locked'."""
     module = pick_binding()
@@ -115,6 +123,7 @@ def connect(path: Path | str) -> Connection:
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA temp_store = MEMORY")
     conn.execute("PRAGMA cache_size = -32000")
+    conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     return conn
 
 
