@@ -90,3 +90,28 @@ def test_embedding_with_the_bundled_model_never_imports_model2vec():
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.stdout.strip() == "False False", done.stderr
+
+
+def test_unknown_tokens_are_dropped_as_a_per_token_loop_drops_them():
+    """The unknown token is masked out of all texts' ids at once: each row is still exactly
+    the mean of the text's known tokens' rows, and a text of unknown tokens only is zeros."""
+    model = StaticModelFile.load(BUNDLED_MODEL)
+    assert model.unk_id is not None
+    texts = [
+        *TEXTS,
+        "🙂 smile 🙂 and ☃ snow ⚙ gear",
+        "🙂🙂🙂 ☃☃",
+        "mixed 🙂 text " * 40,
+        *(f"note {i} about 🙂 {'words ' * (i % 7)}" for i in range(40)),  # a big batch
+    ]
+    got = model.encode(texts)
+    table = model.stored.astype(np.float32)
+    for text, row in zip(texts, got, strict=True):
+        ids = model.tokenizer.encode(text[: model.max_chars], add_special_tokens=False).ids
+        known = [i for i in ids if i != model.unk_id]
+        if not known:
+            assert not row.any(), text
+            continue
+        expected = table[np.array([known], dtype=np.int64)].mean(axis=1)[0]
+        assert row.tobytes() == expected.tobytes(), text[:40]
+    assert not got[TEXTS.index("🙂🙂")].any()

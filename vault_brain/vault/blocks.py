@@ -24,7 +24,7 @@ _FENCE_CLOSE = re.compile(r"^[ \t]*+(?:>[ \t]?+)*+[ \t]*+(?P<fence>`{3,}+|~{3,}+
 _CANDIDATE = re.compile(r"\n(?=[ \t>]*+(?:`{3}|~{3})| {0,3}#)")
 _ATX = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _BACKTICKS = re.compile(r"`+")
-_BLANK_LINE_AT = re.compile(r"(?=\n[ \t]*+\n)")
+_BLANK_LINE_AT = re.compile(r"\n(?=[ \t]*+\n)")  # a literal first: the engine skips ahead
 
 
 @dataclass(frozen=True)

@@ -327,8 +327,9 @@ _AUTOLINK = re.compile(r"<((?:https?|mailto|ftp):[^<>\s]+)>")
 _HTML_TAG = re.compile(r"</?[A-Za-z][^<>\n]*>")
 _STRONG = re.compile(rf"(\*\*|__)(?=\S)(.{{1,{_SPAN}}}?)(?<=\S)\1")
 _EMPHASIS = re.compile(
-    rf"(?<![\w*])\*(?=\S)(.{{1,{_SPAN}}}?)(?<=\S)\*(?![\w*])"
-    rf"|(?<!\w)_(?=\S)(.{{1,{_SPAN}}}?)(?<=\S)_(?!\w)"
+    # each branch starts with its literal, the lookbehind after it: the engine skips ahead
+    rf"\*(?<![\w*]\*)(?=\S)(.{{1,{_SPAN}}}?)(?<=\S)\*(?![\w*])"
+    rf"|_(?<!\w_)(?=\S)(.{{1,{_SPAN}}}?)(?<=\S)_(?!\w)"
 )
 _STRIKE_MARK = re.compile(rf"(~~|==)(?=\S)(.{{1,{_SPAN}}}?)(?<=\S)\1")
 _BLOCK_ID = re.compile(r"\s\^[A-Za-z0-9-]+$")
