@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Protocol
 
 from vault_brain.errors import InvalidInput
 from vault_brain.index.port import VectorSearch
-from vault_brain.index.records import INSTANT, STRONG, Filters, NoteInfo
+from vault_brain.index.records import (
+    INSTANT,
+    STRONG,
+    Filters,
+    LeadsFirst,
+    NoteInfo,
+    PendingChunk,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -214,3 +221,28 @@ def key_resolver(
         return alias[1] if alias else None
 
     return resolve
+
+
+def pending_in_order(
+    pending: Callable[[str, tuple, int, bool], list[PendingChunk]],
+    state: str,
+    tier: str,
+    limit: int,
+    leads: LeadsFirst | None,
+    mark: str,
+) -> list[PendingChunk]:
+    """The tier's pending chunks as the port orders them: plain key order, or with `leads`
+    the notes' lead chunks (ordinal 0) past `leads.past` first, then the others.
+    `pending(where, params, limit, lead)` runs the backend's query; `mark` is its
+    placeholder ("?" or "%s")."""
+    where = f"c.{state} = 0"
+    if leads is None:
+        return pending(where, (), limit, False)
+    first, params = f"{where} AND c.ordinal = 0", ()
+    if leads.past is not None:
+        first += f" AND c.rowid {'<' if tier == STRONG else '>'} {mark}"
+        params = (leads.past,)
+    found = pending(first, params, limit, True)
+    if len(found) < limit:
+        found += pending(f"{where} AND c.ordinal <> 0", (), limit - len(found), False)
+    return found

@@ -48,6 +48,7 @@ from vault_brain.index.shared import (
     make_tiers,
     note_info,
     notes_near_mean,
+    pending_in_order,
     related_notes,
     tier_named,
     with_parents,
@@ -946,17 +947,14 @@ class Reads:
     ) -> list[PendingChunk]:
         """As SQLite's: the tier's pending chunks in key order (the strong tier: newest
         first); with `leads`, the notes' lead chunks (ordinal 0) past `leads.past` first."""
-        where = f"c.{_tier(tier).state} = 0"
-        if leads is None:
-            return self._pending(where, (), tier, limit)
-        first, params = f"{where} AND c.ordinal = 0", ()
-        if leads.past is not None:
-            first += f" AND c.rowid {'<' if tier == STRONG else '>'} %s"
-            params = (leads.past,)
-        found = self._pending(first, params, tier, limit, lead=True)
-        if len(found) < limit:
-            found += self._pending(f"{where} AND c.ordinal <> 0", (), tier, limit - len(found))
-        return found
+        return pending_in_order(
+            lambda where, params, n, lead: self._pending(where, params, tier, n, lead),
+            _tier(tier).state,
+            tier,
+            limit,
+            leads,
+            "%s",
+        )
 
     def _pending(
         self, where: str, params: tuple, tier: str, limit: int, lead: bool = False

@@ -43,6 +43,7 @@ from vault_brain.index.shared import (
     make_tiers,
     note_info,
     notes_near_mean,
+    pending_in_order,
     related_notes,
     tier_named,
     with_parents,
@@ -681,17 +682,14 @@ class Reads:
         sort. Without `past`, the leads part would walk again, each batch, over every
         pending chunk newer than the leads left: ~20 CPU-ms a batch, 22 CPU-s over
         cpp-docs' backlog, against 0.25 with it (docs/benchmarks.md, "Leads first")."""
-        where = f"c.{_tier(tier).state} = 0"
-        if leads is None:
-            return self._pending(where, (), tier, limit)
-        first, params = f"{where} AND c.ordinal = 0", ()
-        if leads.past is not None:
-            first += f" AND c.rowid {'<' if tier == STRONG else '>'} ?"
-            params = (leads.past,)
-        found = self._pending(first, params, tier, limit, lead=True)
-        if len(found) < limit:
-            found += self._pending(f"{where} AND c.ordinal != 0", (), tier, limit - len(found))
-        return found
+        return pending_in_order(
+            lambda where, params, n, lead: self._pending(where, params, tier, n, lead),
+            _tier(tier).state,
+            tier,
+            limit,
+            leads,
+            "?",
+        )
 
     def _pending(
         self, where: str, params: tuple, tier: str, limit: int, lead: bool = False
