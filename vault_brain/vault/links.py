@@ -67,13 +67,17 @@ _MD_LINK = re.compile(
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
+def _bang_start(masked: str, at: int) -> int:
+    """Where a link found at `at` starts: one character earlier when a '!' (an embed's
+    mark, which the patterns leave out so that they start with a literal) precedes it."""
+    return at - 1 if at and masked[at - 1] == "!" else at
+
+
 def _markdown_links(masked: str, folder: str) -> list[tuple[int, Link]]:
     """Markdown links whose target is a note in the vault (.md or no extension)."""
     out = []
     for m in _MD_LINK.finditer(masked):
-        start = m.start()
-        if start and masked[start - 1] == "!":  # ![text](target)
-            start -= 1
+        start = _bang_start(masked, m.start())  # ![text](target)
         embed = start < m.start()
         if escaped(masked, start):
             continue
@@ -101,9 +105,8 @@ def _markdown_links(masked: str, folder: str) -> list[tuple[int, Link]]:
 def _wikilinks(masked: str) -> list[tuple[int, Link]]:
     out = []
     for m in _WIKILINK.finditer(masked):
-        bracket = start = m.start()
-        if start and masked[start - 1] == "!":  # ![[embed]]
-            start -= 1
+        bracket = m.start()
+        start = _bang_start(masked, bracket)  # ![[embed]]
         embed = start < bracket
         if escaped(masked, bracket):
             continue
