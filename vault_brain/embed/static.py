@@ -23,7 +23,7 @@ import numpy as np
 _DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64}
 DEFAULT_MAX_LENGTH = 512  # model2vec's default when the config names none
 SMALL_BATCH = 16  # up to this many texts, rows are widened as gathered (no table)
-TOKENS_PER_GATHER = 65_536  # rows gathered at once: 64 MB at 256 float32 dims
+TOKENS_PER_GATHER = 2_048  # rows gathered at once: 2 MB at 256 float32 dims, still in cache
 
 
 def read_safetensors(path: Path) -> dict[str, np.ndarray]:
