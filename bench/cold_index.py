@@ -15,6 +15,8 @@ A difference is printed table by table and makes the exit status 1.
 this Python; runs alternate between the two codes. `--modes fts,instant` chooses the
 settings: `fts` is full text only (VAULT_BRAIN_EMBED_PROVIDER=none), `instant` the instant
 vectors (VAULT_BRAIN_EMBED_STRONG=none). `--notes N` keeps the first N notes (by path).
+`--qmd PATH` times qmd's `collection add` of the same vault in each round too (its one
+mode, full text; Node >= 22 first on PATH, or `--node-bin`), for the ratio the issue sets.
 """
 
 from __future__ import annotations
@@ -95,6 +97,28 @@ def run_index(code: Path, vault: Path, home: Path, env_extra: dict[str, str]) ->
     }
 
 
+def run_qmd(qmd: str, node_bin: str | None, vault: Path, home: Path) -> dict:
+    """qmd's cold `collection add` of the vault, timed as run_index times ours."""
+    env = dict(os.environ)
+    if node_bin:
+        env["PATH"] = f"{node_bin}{os.pathsep}{env.get('PATH', '')}"
+    env["XDG_CONFIG_HOME"] = str(home / "config")
+    env["XDG_CACHE_HOME"] = str(home / "cache")
+    argv = [qmd, "collection", "add", str(vault), "--name", "bench"]
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"qmd failed: {proc.stderr.read().decode(errors='replace')[-800:]}")
+    return {
+        "wall_s": round(wall, 3),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024.0, 1),
+        "load": os.getloadavg()[0],
+    }
+
+
 def index_file(home: Path) -> Path:
     found = list((home / "cache").rglob("index.db"))
     if len(found) != 1:
@@ -169,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--modes", default="fts,instant")
     parser.add_argument("--no-compare", action="store_true", help="time only")
+    parser.add_argument("--qmd", help="qmd's executable: its cold index in each round too")
+    parser.add_argument("--node-bin", help="a folder with Node >= 22, put first on PATH")
     parser.add_argument("--json-out")
     args = parser.parse_args(argv)
 
@@ -198,6 +224,14 @@ def main(argv: list[str] | None = None) -> int:
                         built[label] = index_file(run)
                     else:
                         shutil.rmtree(run, ignore_errors=True)
+                if args.qmd:  # its one index, whatever our mode: timed in every mode's rounds
+                    run = tmp / f"{mode}-qmd-{n}"
+                    shutil.copytree(pristine, run / "vault")
+                    progress(f"{mode} round {n + 1}/{args.rounds}: qmd")
+                    got = run_qmd(args.qmd, args.node_bin, run / "vault", run)
+                    results.setdefault(mode, {}).setdefault("qmd", []).append(got)
+                    progress(f"  {got}")
+                    shutil.rmtree(run, ignore_errors=True)
             if not args.no_compare and len(built) == 2:
                 problems[mode] = compare(built["old"], built["new"])
                 progress(f"{mode}: identical" if not problems[mode] else f"{mode}: DIFFERENT")

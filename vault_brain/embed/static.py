@@ -23,7 +23,7 @@ import numpy as np
 _DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64}
 DEFAULT_MAX_LENGTH = 512  # model2vec's default when the config names none
 SMALL_BATCH = 16  # up to this many texts, rows are widened as gathered (no table)
-TOKENS_PER_GATHER = 65_536  # rows gathered at once: 64 MB at 256 float32 dims
+TOKENS_PER_GATHER = 2_048  # rows gathered at once: 2 MB at 256 float32 dims, still in cache
 
 
 def read_safetensors(path: Path) -> dict[str, np.ndarray]:
@@ -60,6 +60,7 @@ class StaticModelFile:
     max_length: int | None
     max_chars: int | None
     _table: np.ndarray | None = None  # the float32 table, made for the first big batch
+    _pieces: Any = None  # the big batches' token ids (PieceTokens), made for the first one
 
     @property
     def dim(self) -> int:
@@ -110,26 +111,41 @@ class StaticModelFile:
             max_chars = max_length * int(np.median([len(t) for t in vocab]))
         return cls(embedding, tokenizer, _unk_id(tokenizer), max_length, max_chars)
 
-    def encode(self, texts: list[str]) -> np.ndarray:
-        """One float32 row per text (all zeros for a text with no known token)."""
+    def token_ids(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Every text's token ids in one array, text after text, and each text's number of
+        ids: the tokenizer's, cut to max_length. A big batch takes them from cached pieces
+        (piece_tokens.py: the same ids, most of them without the tokenizer)."""
         if self.max_chars is not None:
             texts = [t[: self.max_chars] for t in texts]
+        if len(texts) > SMALL_BATCH:
+            if self._pieces is None:
+                from vault_brain.embed.piece_tokens import PieceTokens
+
+                self._pieces = PieceTokens.for_tokenizer(self.tokenizer, self.max_length) or False
+            if self._pieces:
+                return self._pieces.encode(texts)
         encodings = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
         rows = [e.ids for e in encodings]
-        # Every text's ids in one array (a row's start and length beside it); the unknown
-        # token is dropped by a mask, not by a Python loop over each token.
         lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
         ids = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=int(lengths.sum()))
+        return ids, lengths
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """One float32 row per text (all zeros for a text with no known token)."""
+        # Every text's ids in one array (a row's start and length beside it); the unknown
+        # token is dropped by a mask, not by a Python loop over each token.
+        ids, lengths = self.token_ids(texts)
+        n = len(lengths)
         if self.unk_id is not None:
             known = ids != self.unk_id
             if not known.all():
-                row_of = np.repeat(np.arange(len(rows)), lengths)
-                lengths = np.bincount(row_of[known], minlength=len(rows))
+                row_of = np.repeat(np.arange(n), lengths)
+                lengths = np.bincount(row_of[known], minlength=n)
                 ids = ids[known]
-        starts = np.zeros(len(rows), dtype=np.int64)
+        starts = np.zeros(n, dtype=np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
-        out = np.zeros((len(rows), self.dim), dtype=np.float32)
-        big = len(rows) > SMALL_BATCH
+        out = np.zeros((n, self.dim), dtype=np.float32)
+        big = n > SMALL_BATCH
         for length in np.unique(lengths).tolist():  # equal lengths: one gather and one mean
             if not length:
                 continue  # no known token: a zero row
