@@ -58,7 +58,7 @@ QUERIES = (
     "compile with /EHsc",
 )
 
-# The CLI's own entry, in a process that may be told whether a core is spare (SPARE=1/0).
+# The CLI's own entry, in a process that may be told whether a core is spare (BENCH_SPARE_CORE).
 PROBE = r"""
 import os, sys
 import vault_brain
@@ -67,8 +67,8 @@ if spare is not None:
     from vault_brain.search import semantic
     semantic.spare_core = (lambda: True) if spare == "1" else (lambda: False)
 sys.argv = ["vault-brain", *sys.argv[1:]]
-from vault_brain.entry import main
-main()
+from vault_brain import entry
+getattr(entry, "command", entry.main)()  # the executable's own entry, where a checkout has it
 """
 
 
