@@ -24,12 +24,15 @@ def command() -> None:
     interpreter down (every module's objects, numpy's and onnxruntime's state, the query
     model's session and its mapped weights) cost a one-shot search ~10 CPU-ms in full text
     and ~30 with e5 for nothing (docs/benchmarks.md, "The first search, round 7").
-    Anything else (another command, a usage error, an error) exits as Python does."""
-    if _dispatch():
+    Anything else (another command, a usage error, an error) exits as Python does. A plain
+    search also runs without the cyclic garbage collector: a process that ends in a moment
+    has no cycles worth finding, and its passes over the objects of every import (numpy's,
+    onnxruntime's) cost it ~3 CPU-ms in full text and ~6 with e5."""
+    if _dispatch(one_shot=True):
         _end_now()
 
 
-def _dispatch() -> bool:
+def _dispatch(*, one_shot: bool = False) -> bool:
     """Run the command; True when it was a plain search that answered."""
     args = sys.argv[1:]
     if args[:1] == ["search"]:
@@ -37,6 +40,10 @@ def _dispatch() -> bool:
 
         params = cli_search.parse(args[1:])
         if params is not None:
+            if one_shot:
+                import gc
+
+                gc.disable()
             _run(cli_search.run, params)
             return True
     from vault_brain.cli import main as typer_main
