@@ -229,8 +229,9 @@ class VectorArm:
 
 def spare_core() -> bool:
     """Whether this process may count on a second core now: two or more it may run on, and
-    a load average (the last minute's) that leaves one free. A rough guess, on the safe
-    side: where it errs, the search runs one part after the other, as on one core."""
+    a load average (the last minute's) that leaves one free. A rough guess on the safe side:
+    a machine busy for less than a minute may still look idle, and the early load then
+    costs a little CPU and gains nothing (docs/benchmarks.md, "The first search, round 7")."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
