@@ -219,6 +219,7 @@ def test_a_one_shot_full_text_search_imports_only_what_it_uses(small_vault):
         "vault_brain.index.chunking",
         "vault_brain.text.secrets",
         "importlib.metadata",
+        "base64",  # the listing's cursors (index/shared.py)
         "typer",  # a plain search is parsed without it (vault_brain/cli_search.py)
         *(("filelock",) if os.name == "posix" else ()),  # the indexer lock is an flock there
     )
