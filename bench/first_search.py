@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import statistics
 import subprocess
@@ -123,8 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         if args.config_home:
             env["XDG_CONFIG_HOME"] = args.config_home
-        has_spare = (code / "vault_brain" / "search" / "semantic.py").read_text().count(
-            "def spare_core"
+        has_spare = (
+            (code / "vault_brain" / "search" / "semantic.py").read_text().count("def spare_core")
         )
         if args.both_ways and has_spare:
             runners[f"{label}, a core spare"] = (str(code), dict(env, BENCH_SPARE_CORE="1"))
@@ -141,9 +140,9 @@ def main(argv: list[str] | None = None) -> int:
             for mode, flags in modes.items():
                 words = ["search", query, "--json", "--explain", *flags, "--vault", vault]
                 _, _, out = timed([*python, *words], env, code)
-                answers.setdefault(f"{mode}: {query}", {})[label] = hashlib.sha256(
-                    out
-                ).hexdigest()[:16]
+                answers.setdefault(f"{mode}: {query}", {})[label] = hashlib.sha256(out).hexdigest()[
+                    :16
+                ]
     differ = [key for key, by in answers.items() if len(set(by.values())) != 1]
 
     qmd = None

@@ -210,9 +210,7 @@ def _add_stat_index(conn: Connection) -> None:
     try:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute(
-                f"CREATE INDEX IF NOT EXISTS {STAT_INDEX} ON notes(path, mtime_ns, size)"
-            )
+            conn.execute(f"CREATE INDEX IF NOT EXISTS {STAT_INDEX} ON notes(path, mtime_ns, size)")
             conn.execute("COMMIT")
         except BaseException:
             _rollback(conn)
