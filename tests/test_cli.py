@@ -219,6 +219,7 @@ def test_a_one_shot_full_text_search_imports_only_what_it_uses(small_vault):
         "vault_brain.index.chunking",
         "vault_brain.text.secrets",
         "importlib.metadata",
+        "base64",  # the listing's cursors (index/shared.py)
         "typer",  # a plain search is parsed without it (vault_brain/cli_search.py)
         *(("filelock",) if os.name == "posix" else ()),  # the indexer lock is an flock there
     )
@@ -563,3 +564,47 @@ def test_numpys_blas_runs_one_thread_unless_the_user_says_otherwise():
             timeout=120,
         )
         assert r.stdout.strip() == seen, r.stderr
+
+
+def test_the_command_ends_at_once_after_a_plain_search_and_only_then(small_vault):
+    """`vault-brain search` with plain arguments ends its process as soon as its answer is
+    written and its index closed: the interpreter's teardown (atexit handlers, every
+    module's objects) is skipped; the answer, the exit code and the index are as before.
+    Every other command, a usage error and an error exit as Python does."""
+    vault = str(small_vault.root)
+    env = {"VAULT_BRAIN_EMBED_PROVIDER": "none"}
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('TORN DOWN', file=sys.stderr))\n"
+        "from vault_brain.entry import command\n"
+        "sys.argv = ['vault-brain', *sys.argv[1:]]\n"
+        "command()\n"
+    )
+
+    def command(*args: str) -> subprocess.CompletedProcess:
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_BRAIN_")}
+        return subprocess.run(
+            [sys.executable, "-c", code, *args],
+            capture_output=True,
+            text=True,
+            env={**full_env, **env},
+            timeout=120,
+        )
+
+    assert command("index", "--vault", vault).returncode == 0
+    r = command("search", "deploy the canary", "--vault", vault, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["results"][0]["path"] == "How-to/Deploy.md"
+    assert "TORN DOWN" not in r.stderr
+    assert not index_of(small_vault.root).with_name("index.db-wal").exists()  # closed whole
+    lines = command("search", "deploy the canary", "--vault", vault)
+    assert lines.returncode == 0 and "Deploy to production" in lines.stdout
+    for args, code_ in (
+        (("status", "--vault", vault), 0),
+        (("search", "deploy", "--vault", vault, "--limit", "0"), 2),  # typer's usage error
+        (("search", "deploy", "--vault", vault, "--since", "yesterday-ish"), 2),
+        (("search", "deploy", "--vault", str(small_vault.root / "missing")), 2),
+    ):
+        r = command(*args)
+        assert r.returncode == code_, (args, r.stderr)
+        assert "TORN DOWN" in r.stderr, args

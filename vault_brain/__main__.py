@@ -1,3 +1,3 @@
-from vault_brain.entry import main
+from vault_brain.entry import command
 
-main()
+command()

@@ -203,6 +203,16 @@ class Brain:
         its vectors, unless the caller only needs full text)."""
         return self.indexer.catch_up_if_unwatched(vectors=vectors)
 
+    def preload(self, query: str, *, mode: str | None = None, anyway: bool = False) -> bool:
+        """A one-shot search (the CLI) about to refresh the index: the vector arm may load
+        its in-process model and embed the query on a spare core meanwhile
+        (VectorArm.preload; `anyway`: even when no core looks spare). Returns whether it
+        began; the search's answer is the same either way."""
+        if (mode or self.settings.search.mode) == "fts" or not query.strip():
+            return False
+        with self.index.read() as reads:
+            return self._vector_arm.preload(reads, query, anyway=anyway)
+
     def wait_until_indexed(self, timeout: float) -> bool:
         return self.indexer.wait_until_indexed(timeout)
 

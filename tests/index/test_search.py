@@ -233,3 +233,101 @@ def test_a_model_whose_query_embedding_hangs_costs_a_bounded_wait_then_full_text
             model.release.set()
     assert result.degraded and "slow" in (result.reason or "")
     assert result.hits[0].path == "How-to/Deploy.md"
+
+
+class _CountingModel:
+    """An in-process model (third-party code, as far as vault-brain knows) that says how
+    often it was loaded and asked for query vectors, and can be made to fail its load."""
+
+    name = "test:counting"
+
+    def __init__(self, *, fail_load: bool = False) -> None:
+        self.fail_load = fail_load
+        self.loads = 0
+        self.queries = 0
+
+    def dimension(self) -> int:
+        return 8
+
+    def load(self) -> None:
+        self.loads += 1
+        if self.fail_load:
+            from vault_brain.errors import Unavailable
+
+            raise Unavailable("the model's file is gone")
+
+    def embed(self, texts: list[str]):
+        import numpy as np
+
+        out = np.zeros((len(texts), 8), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                out[row, sum(word.encode()) % 8] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return np.divide(out, norms, out=out, where=norms > 0)
+
+    def embed_queries(self, texts: list[str]):
+        self.queries += 1
+        return self.embed(texts)
+
+
+def _model_brain(vault, model):
+    from vault_brain.config import load_settings
+    from vault_brain.service import Brain
+
+    settings = load_settings(vault=str(vault.root), env={}, overrides={"embed": {"strong": "none"}})
+    return Brain(settings, embedder=model)
+
+
+@pytest.fixture
+def model_vault(vault):
+    for rel, text in NOTES.items():
+        vault.write(rel, text)
+    with _model_brain(vault, _CountingModel()) as brain:
+        brain.sync()
+        brain.embed_pending()
+    return vault
+
+
+def test_a_query_model_preloaded_beside_the_refresh_gives_the_same_answer(model_vault):
+    """The CLI's one-shot search loads the query's model and embeds the query on a second
+    core while the index is brought in step: the answer is the one a search that loads
+    nothing early gives, and the query is embedded once."""
+    query = "how do we deploy to production"
+    with _model_brain(model_vault, _CountingModel()) as brain:
+        brain.refresh_if_unwatched()
+        plain = brain.search(query, explain=True)
+    model = _CountingModel()
+    with _model_brain(model_vault, model) as brain:
+        assert brain.preload(query, anyway=True)
+        brain.refresh_if_unwatched()
+        early = brain.search(query, explain=True)
+    assert early == plain and not early.degraded
+    assert early.vector_tier == "instant"
+    assert model.queries == 1  # the early vector was the one searched with
+
+
+def test_a_query_model_that_fails_its_preload_fails_the_search_as_before(model_vault):
+    """A model that cannot load on the early thread is loaded again by the search itself,
+    which then answers from full text and says why, as it does with no preload."""
+    query = "how do we deploy to production"
+    answers = []
+    for preload in (False, True):
+        model = _CountingModel(fail_load=True)
+        with _model_brain(model_vault, model) as brain:
+            if preload:
+                assert brain.preload(query, anyway=True)
+            answers.append(brain.search(query))
+        assert model.loads >= 1 and model.queries == 0
+    assert answers[0] == answers[1]
+    assert answers[0].degraded and "the model's file is gone" in (answers[0].reason or "")
+    assert answers[0].hits[0].path == "How-to/Deploy.md"
+
+
+def test_a_full_text_search_preloads_no_model(model_vault):
+    model = _CountingModel()
+    with _model_brain(model_vault, model) as brain:
+        assert not brain.preload("deploy", mode="fts", anyway=True)
+        assert not brain.preload("   ", anyway=True)
+        brain.search("deploy", mode="fts")
+    assert model.loads == 0 and model.queries == 0

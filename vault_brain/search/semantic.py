@@ -4,6 +4,7 @@ vectors not built yet or of another model, or an endpoint that is failing or slo
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -65,6 +66,9 @@ class VectorArm:
         self.strong = strong
         self.strong_backoff = strong_backoff
         self._pool = LazyPool(2, "query-embed")
+        # Query vectors an in-process model began before the search (preload), by (model
+        # name, query): its own to read, once.
+        self._early: dict[tuple[str, str], Future] = {}
 
     def tier(self, reads: VectorSearch) -> tuple[str, Embedder | None, object]:
         """Which tier answers now: the strong one when it covers the vault, else instant."""
@@ -101,6 +105,26 @@ class VectorArm:
         if isinstance(ready, _Ready) and getattr(ready.embedder, "remote", False):
             future = self._pool.submit(_query_vectors, ready.embedder, [request.query])
             request.begun[self.name] = (ready, future)
+
+    def preload(self, reads: VectorSearch, query: str, *, anyway: bool = False) -> bool:
+        """A one-shot search about to bring the index in step (its stat pass, the full-text
+        arm): load the in-process model that will answer and embed the query on a pool
+        thread meanwhile, so the model's start (imports, session, tokenizer: ~150 CPU-ms
+        with e5) overlaps that work on a second core. Begun only when a core looks spare
+        (spare_core; `anyway`: regardless), since on a busy machine the two threads share
+        one core and gain nothing. A failure here is not reported: retrieve() loads the
+        model again and fails as it would have. Returns whether it began."""
+        if not (anyway or spare_core()):
+            return False
+        ready = self._ready(reads)
+        if not isinstance(ready, _Ready) or getattr(ready.embedder, "remote", False):
+            return False
+        if getattr(ready.embedder, "load", None) is None:
+            return False  # a model with no load of its own embeds in a moment
+        key = (ready.embedder.name, query)
+        if key not in self._early:
+            self._early[key] = self._pool.submit(_loaded_query_vectors, ready.embedder, query)
+        return True
 
     def retrieve(self, reads: VectorSearch, request: Request) -> ArmResult:
         ready, future = request.begun.get(self.name) or (self._ready(reads), None)
@@ -184,13 +208,16 @@ class VectorArm:
         asked now) within a deadline."""
         deadline = QUERY_DEADLINE_SECONDS
         if future is None:
+            early = self._early.pop((embedder.name, query), None)
             if not getattr(embedder, "remote", False):
                 load = getattr(embedder, "load", None)
                 if load is None:
                     return embed_queries(embedder, [query])[0]
-                load()  # the first load builds and checks the model: not a query's time
+                # The first load builds and checks the model: not a query's time. Begun by
+                # preload, this waits for it; failed there, it fails here as it would have.
+                load()
                 deadline = LOCAL_QUERY_DEADLINE_SECONDS
-            future = self._pool.submit(_query_vectors, embedder, [query])
+            future = early or self._pool.submit(_query_vectors, embedder, [query])
         return future.result(timeout=deadline)[0]
 
     def _aside(self, reason: str) -> ArmResult:
@@ -198,6 +225,28 @@ class VectorArm:
 
     def close(self) -> None:
         self._pool.close()
+
+
+def spare_core() -> bool:
+    """Whether this process may count on a second core now: two or more it may run on, and
+    a load average (the last minute's) that leaves one free. A rough guess on the safe side:
+    a machine busy for less than a minute may still look idle, and the early load then
+    costs a little CPU and gains nothing (docs/benchmarks.md, "The first search, round 7")."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # Windows: no load average
+        return False
+    return cores >= 2 and load <= cores - 1
+
+
+def _loaded_query_vectors(embedder: Embedder, query: str) -> np.ndarray:
+    """In a pool thread, for preload: the model loaded, then the query's vector."""
+    embedder.load()  # type: ignore[attr-defined]
+    return _query_vectors(embedder, [query])
 
 
 def _query_vectors(embedder: Embedder, texts: list[str]) -> np.ndarray:

@@ -187,3 +187,36 @@ def test_connections_read_the_index_through_a_memory_map(tmp_path):
         assert conn.execute("PRAGMA mmap_size").fetchone()[0] == db.MMAP_BYTES >= 256 << 20
     finally:
         conn.close()
+
+
+def test_the_stat_pass_reads_the_notes_stats_from_a_covering_index(vault, make_brain):
+    """A one-shot search's stat pass compares the vault's (path, mtime, size) in path order
+    with the notes': read from an index alone, no row of the notes table; an index made
+    before that index gets it at its next open, without a rebuild, and the same stats."""
+    for i in range(5):
+        vault.write(f"n{i}.md", f"# N{i}\n\nword {i}\n")
+    brain = make_brain()
+    path = brain.settings.index_path
+    with brain.index.read() as r:
+        stats = r.note_stats()
+    brain.close()
+    query = "SELECT path, mtime_ns, size FROM notes ORDER BY path"
+    conn = db.connect(path)
+    try:
+        plan = " ".join(str(row) for row in conn.execute(f"EXPLAIN QUERY PLAN {query}"))
+        assert "COVERING INDEX notes_stat" in plan
+        conn.execute("DROP INDEX notes_stat")  # as an index of the version before it
+        (rowid_before,) = conn.execute("SELECT max(rowid) FROM notes").fetchone()
+    finally:
+        conn.close()
+    reopened = make_brain(sync=False)
+    with reopened.index.read() as r:
+        assert r.note_stats() == stats
+        assert r.counts().notes == 5
+    conn = db.connect(path)
+    try:
+        plan = " ".join(str(row) for row in conn.execute(f"EXPLAIN QUERY PLAN {query}"))
+        assert "COVERING INDEX notes_stat" in plan
+        assert conn.execute("SELECT max(rowid) FROM notes").fetchone()[0] == rowid_before
+    finally:
+        conn.close()

@@ -24,7 +24,7 @@ from vault_brain.index.pool import ReaderPool
 from vault_brain.index.port import NOTE_LOCK_SECONDS
 from vault_brain.index.sqlite import totals
 from vault_brain.index.sqlite.lock import LOCK_NAME, IndexerLock
-from vault_brain.index.sqlite.schema import SCHEMA, SCHEMA_VERSION
+from vault_brain.index.sqlite.schema import SCHEMA, SCHEMA_VERSION, STAT_INDEX
 from vault_brain.index.sqlite.store import Reads, Writes
 
 Connection = Any  # sqlite3.Connection or sqlean.Connection: the same DB-API shape
@@ -200,6 +200,27 @@ def _recount_text_totals(conn: Connection) -> None:
         log.warn("index_totals_not_recounted", error=str(exc)[:200])
 
 
+def _add_stat_index(conn: Connection) -> None:
+    """An index made before the stat pass's covering index (schema.STAT_INDEX) gets it, once
+    (~10 ms at 10k notes): its searches then read the notes' stats as a fresh index's do,
+    without a rebuild. An index that cannot be written now is given it by a later open."""
+    exists = "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?"
+    if conn.execute(exists, (STAT_INDEX,)).fetchone():
+        return
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(f"CREATE INDEX IF NOT EXISTS {STAT_INDEX} ON notes(path, mtime_ns, size)")
+            conn.execute("COMMIT")
+        except BaseException:
+            _rollback(conn)
+            raise
+    except binding_errors() as exc:
+        if is_damage(exc):
+            raise
+        log.warn("index_stat_index_not_added", error=str(exc)[:200])
+
+
 def is_damage(exc: BaseException) -> bool:
     text = str(exc).lower()
     return "malformed" in text or "not a database" in text or "corrupt" in text
@@ -244,6 +265,7 @@ def open_database(path: Path) -> Connection:
                 _create_schema(conn)
             else:
                 _recount_text_totals(conn)
+                _add_stat_index(conn)
             conn.execute("SELECT count(*) FROM notes").fetchone()
             return conn
         except errors as exc:

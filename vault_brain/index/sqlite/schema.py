@@ -3,6 +3,12 @@ the index is disposable, so a new version simply rebuilds from the files."""
 
 SCHEMA_VERSION = 8
 
+# The stat pass's covering index: every one-shot search compares the vault's (path, mtime,
+# size) with the notes' in path order, read from this index alone (~6 against ~18 CPU-ms on
+# cpp-docs' 9,746 notes: no row of the notes table is read). An index made before it gets
+# it when opened (db.py), without a rebuild.
+STAT_INDEX = "notes_stat"
+
 # FTS5 tokenizer: unicode61 with diacritics removed, fed with text that text/analysis.py
 # has already analysed per language (stemmed, stopwords dropped, CJK and Thai cut into
 # bigrams). Marks (M*) are word characters, so Devanagari vowel signs and Thai tone marks
@@ -55,6 +61,7 @@ CREATE INDEX notes_path_key ON notes(path_key);
 CREATE INDEX notes_body_hash ON notes(body_hash);
 CREATE INDEX notes_claimed ON notes(claimed_id);
 CREATE INDEX notes_lang ON notes(lang);
+CREATE INDEX notes_stat ON notes(path, mtime_ns, size);
 CREATE TABLE chunks (
     rowid        INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused: vectors attach safely
     note_rowid   INTEGER NOT NULL REFERENCES notes(rowid) ON DELETE CASCADE,
