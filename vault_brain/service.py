@@ -457,6 +457,7 @@ class Brain:
         with self.index.read() as r:
             c = r.counts()
             held = r.vectors_model()
+            answering = "+".join(self._vector_arm.tiers(r))
         embedder = self.embedder
         ready = embedder is not None and held is not None and held[0] == embedder.name
         # Another model's vectors do not count: every chunk waits for this one's.
@@ -501,6 +502,7 @@ class Brain:
             strong_eta_seconds=(
                 round((strong_total - strong_done) / rate) if rate and backlog else None
             ),
+            vector_tier=answering if embedder is not None else None,
         )
 
     def _strong_error(self) -> tuple[float, str] | None:
