@@ -83,6 +83,22 @@ def test_a_fit_is_redone_for_another_model_or_a_tenth_more_or_fewer_notes():
     assert not Fit("e5", 8, {"en": (0.8,)}).due("e5", 10)  # 2 notes: too few to matter
 
 
+def test_a_fit_of_part_of_the_vectors_is_redone_as_they_cover_more_and_at_full_coverage():
+    """The strong tier is fitted once every note's lead is in (a quarter of the chunks):
+    more chunks reach higher cosines, so the fit follows them, then is made at full
+    coverage like any other."""
+    partial = Fit("e5", 200, {"en": (0.8,)}, fitted_at=5.0, coverage=0.25)
+    assert Fit.from_json(partial.to_json()) == partial
+    assert not partial.due("e5", 200, 0.3)
+    assert partial.due("e5", 200, 0.35)  # a tenth of the chunks more
+    assert partial.due("e5", 200, 0.99)
+    full = Fit("e5", 200, {"en": (0.8,)}, fitted_at=5.0)
+    assert full.coverage == 1.0 and not full.due("e5", 200, 0.5)  # a note added meanwhile
+    old = json.loads(full.to_json())
+    del old["coverage"]  # stored before fits said their coverage: made at full coverage
+    assert Fit.from_json(json.dumps(old)) == full
+
+
 def test_only_a_small_vault_reads_cosines_less_their_likeness_to_the_bank():
     assert bank_weight(4) == bank_weight(SMALL_NOTES) > 0.0
     assert bank_weight(SMALL_NOTES) > bank_weight(45) > bank_weight(LARGE_NOTES) == 0.0

@@ -568,6 +568,14 @@ def _resident_lines(info: dict[str, Any] | None) -> list[tuple[str, str]]:
     ]
 
 
+_TIER_WORDS = {
+    "instant": "the instant vectors (the multilingual ones take over once they are fitted)",
+    "strong": "the multilingual vectors",
+    "instant+strong": "the instant and the multilingual vectors together (every note's lead "
+    "is in; the multilingual ones answer alone at full coverage)",
+}
+
+
 def _status_lines(st: Any) -> list[tuple[str, str]]:
     """`status` for a person: words and units; `--json` keeps the raw values."""
     lines = [
@@ -595,6 +603,8 @@ def _status_lines(st: Any) -> list[tuple[str, str]]:
                 f", {time_left(left)})" if left is not None else ")"
             )
         lines.append(("multilingual", f"{share} from {st.strong_model}{pace}"))
+        if st.vector_tier:
+            lines.append(("searches read", _TIER_WORDS.get(st.vector_tier, st.vector_tier)))
         if st.strong_kernel:
             agreement = f", agreement {st.strong_agreement:.4f}" if st.strong_agreement else ""
             lines.append(

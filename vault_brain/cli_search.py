@@ -150,7 +150,6 @@ def run(
         _print_search(warm, warm.hits, 0, cut, None, json_out, explain)
         return
     with open_brain(settings) as brain, typed_values():
-        brain.preload(query, mode=mode)  # the query's model, on a spare core meanwhile
         brain.refresh_if_unwatched(vectors=(mode or settings.search.mode) != "fts")
         result = brain.search(query, **asked)
 
@@ -231,6 +230,8 @@ def _search_json(result: Any, hits: list[Any], omitted: int, explain: bool) -> s
         for row in rows:
             row.pop("explain", None)
     out: dict[str, Any] = {"results": rows, "mode": result.mode, "degraded": result.degraded}
+    if explain:
+        out["vector_tier"] = result.vector_tier
     if result.nothing_relevant:
         out["nothing_relevant"] = True
     if omitted:
@@ -239,6 +240,19 @@ def _search_json(result: Any, hits: list[Any], omitted: int, explain: bool) -> s
         {"done": result.indexing.done, "total": result.indexing.total} if result.indexing else None
     )
     return json.dumps(out, ensure_ascii=False, indent=2, default=str) + "\n"
+
+
+def _tier_words(result: Any) -> str:
+    """Which vectors answered, for --explain."""
+    share = ""
+    if result.strong is not None and result.strong.total:
+        share = f"; multilingual {result.strong.done:,} of {result.strong.total:,} chunks"
+    words = {
+        "instant": "the instant tier",
+        "strong": "the multilingual tier",
+        "instant+strong": "the instant and the multilingual tiers",
+    }
+    return words.get(result.vector_tier, result.vector_tier) + share
 
 
 def _search_lines(
@@ -263,6 +277,8 @@ def _search_lines(
             lines.append(f"   {hit.snippet}")
         if hit.explain:
             lines.append(f"   explain: {json.dumps(hit.explain)}")
+    if hits and hits[0].explain and result.vector_tier:
+        lines.append(f"(vectors: {_tier_words(result)})")
     if omitted:
         lines.append(f"({omitted} more left out to fit --max-tokens {max_tokens})")
     if result.indexing:

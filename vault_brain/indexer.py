@@ -69,7 +69,8 @@ REFRESH_WAIT_SECONDS = 30.0  # an explicit pass waits this long for a read's cat
 # the endpoint's timeout (30 s by default).
 READ_WAIT_SECONDS = 2.0
 # The share of chunks a tier must have vectors for before the vault is calibrated on it
-# (search/fit.py): the strong tier answers from this share on (search/semantic.py).
+# (search/fit.py): the strong tier answers alone from this share on (search/semantic.py);
+# before it, its fit is made once every note's lead is in.
 CALIBRATE_COVERAGE = 0.99
 # What a failing endpoint raises; anything else is a bug and propagates.
 ENDPOINT_ERRORS = (Unavailable, OSError, ValueError, RuntimeError)
@@ -557,11 +558,18 @@ class Indexer:
             written, more = written + strong, more or strong_more
         return written, more
 
-    def calibrate(self, *, force: bool = False) -> list[str]:
+    def calibrate(self, *, force: bool = False, partial: bool = False) -> list[str]:
         """Fit the vault's own calibration (search/fit.py) for each tier whose vectors
-        cover the vault, when it has none for that model or the vault changed size by a
-        tenth since (`force`: fit anyway). Returns the tiers fitted. A model or endpoint
-        that fails is recorded like a failed embedding; it never raises."""
+        cover the vault, when it has none for that model, the vault changed size by a
+        tenth since, or the fit was made on part of the vectors (`force`: fit anyway).
+        The strong tier is fitted too once every note's lead chunk is in (this process's
+        walk, index/leads.py, found none left): it answers from its fit on, beside the
+        instant tier (search/semantic.py), and is fitted again as it covers more and at
+        full coverage. `partial`: only that fit of the strong tier's part (what the
+        backlog asks for between batches; a complete tier is fitted where it was before:
+        `index`'s calibrate phase, the watcher once its work is done). Returns the tiers
+        fitted. A model or endpoint that fails is recorded like a failed embedding; it
+        never raises."""
         from vault_brain.search.fit import Fit, fit_tier, meta_key
 
         fitted = []
@@ -569,7 +577,7 @@ class Indexer:
             ("instant", self.embedder, self.embed_backoff),
             ("strong", self.strong, self.strong_backoff),
         ):
-            if embedder is None or backoff.waiting():
+            if embedder is None or backoff.waiting() or (partial and name != "strong"):
                 continue
             with self.index.read() as r:
                 held = r.vectors_model(name)
@@ -578,9 +586,13 @@ class Indexer:
             if held is None or held[0] != embedder.name or not counts.chunks:
                 continue
             done = counts.vectors if name == "instant" else counts.strong_vectors
-            if done < CALIBRATE_COVERAGE * counts.chunks:
-                continue  # the fit waits for the vectors: it measures the whole vault
-            if fit is not None and not force and not fit.due(embedder.name, counts.notes):
+            leads_in = name == "strong" and self._strong_leads.order is None
+            complete = done >= CALIBRATE_COVERAGE * counts.chunks
+            part = leads_in and not complete  # the strong tier's part, every lead in
+            if not (part or (complete and not partial)):
+                continue  # the fit waits for the vectors it measures
+            coverage = done / counts.chunks
+            if fit is not None and not force and not fit.due(embedder.name, counts.notes, coverage):
                 continue
             started = time.perf_counter()
             try:
@@ -651,6 +663,11 @@ class Indexer:
             if written:
                 self._record_kernel(embedder)
             self.strong_backlog.worked(written, dry=dry)
+            if written and leads is not None and leads.order is None:
+                # Every lead is in: fit the vectors present (once, then again as they
+                # cover more, Fit.due), so the strong tier answers now
+                # (search/semantic.py) with a cut-off measured on them.
+                self.calibrate(partial=True)
         return written, limit is not None and written >= limit
 
     def _record_kernel(self, embedder: Embedder) -> None:

@@ -37,7 +37,9 @@ class SearchResult(NamedTuple):
     degraded: bool
     reason: str | None = None
     indexing: Indexing | None = None
-    vector_tier: str | None = None  # "instant" | "strong": which embeddings answered
+    # Which embeddings answered: "instant", "strong", or "instant+strong" (both, while the
+    # strong tier covers part of the vault: search/semantic.py).
+    vector_tier: str | None = None
     strong: Indexing | None = None  # the strong tier's coverage while it is incomplete
     below_cutoff: int = 0  # hits left out for scoring under search.min_score
 
@@ -142,6 +144,9 @@ class Status(NamedTuple):
     # past, and the seconds left at that rate.
     strong_rate: float | None = None
     strong_eta_seconds: int | None = None
+    # The vectors a hybrid or vector search reads now: "instant", "strong" or
+    # "instant+strong" (search/semantic.py); None without embeddings.
+    vector_tier: str | None = None
 
 
 def plain(value: Any) -> Any:

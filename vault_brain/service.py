@@ -203,16 +203,6 @@ class Brain:
         its vectors, unless the caller only needs full text)."""
         return self.indexer.catch_up_if_unwatched(vectors=vectors)
 
-    def preload(self, query: str, *, mode: str | None = None, anyway: bool = False) -> bool:
-        """A one-shot search (the CLI) about to refresh the index: the vector arm may load
-        its in-process model and embed the query on a spare core meanwhile
-        (VectorArm.preload; `anyway`: even when no core looks spare). Returns whether it
-        began; the search's answer is the same either way."""
-        if (mode or self.settings.search.mode) == "fts" or not query.strip():
-            return False
-        with self.index.read() as reads:
-            return self._vector_arm.preload(reads, query, anyway=anyway)
-
     def wait_until_indexed(self, timeout: float) -> bool:
         return self.indexer.wait_until_indexed(timeout)
 
@@ -467,6 +457,7 @@ class Brain:
         with self.index.read() as r:
             c = r.counts()
             held = r.vectors_model()
+            answering = "+".join(self._vector_arm.tiers(r))
         embedder = self.embedder
         ready = embedder is not None and held is not None and held[0] == embedder.name
         # Another model's vectors do not count: every chunk waits for this one's.
@@ -511,6 +502,7 @@ class Brain:
             strong_eta_seconds=(
                 round((strong_total - strong_done) / rate) if rate and backlog else None
             ),
+            vector_tier=answering if embedder is not None else None,
         )
 
     def _strong_error(self) -> tuple[float, str] | None:

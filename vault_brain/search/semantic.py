@@ -4,7 +4,6 @@ vectors not built yet or of another model, or an endpoint that is failing or slo
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -13,7 +12,7 @@ from vault_brain.endpoint import waiting_at_most
 from vault_brain.errors import Unavailable
 from vault_brain.index.port import VectorSearch
 from vault_brain.index.records import INSTANT, STRONG
-from vault_brain.search.base import ArmResult, LazyPool, Request, collapse
+from vault_brain.search.base import ArmResult, LazyPool, NoteHit, Request, collapse
 from vault_brain.search.calibration import bank_weight, fitted_scale, vector_evidence
 from vault_brain.search.fit import bank_likeness, bank_matrix, stored_fit
 from vault_brain.text.analysis import detect_language
@@ -34,9 +33,25 @@ LOCAL_QUERY_DEADLINE_SECONDS = 5.0
 ENDPOINT_ERRORS = (Unavailable, OSError, ValueError, RuntimeError)
 
 
-# The strong tier answers once it covers this share of the chunks; until then the instant
-# tier does. The two are never mixed: a query vector meets only vectors of its own model.
+# The strong tier answers alone once it covers this share of the chunks. A query vector
+# meets only vectors of its own model: when two tiers answer, each is asked with its own.
 STRONG_TAKEOVER = 0.99
+# Before that, once the vault has a fit for the strong vectors present (search/fit.py: the
+# Indexer fits them when every note's lead chunk is in, index/leads.py, and again as they
+# cover more), PARTIAL_RULE says who answers: "mean" (both tiers, a note scoring the mean
+# of its two min-max normalised scores: with full text, a three-way convex fusion), "max"
+# (both, the best of the two), "strong" (the strong tier alone) or "instant" (the instant
+# tier alone, as before). PARTIAL_EVIDENCE is the cut-off's vector evidence when both
+# answer: "strong" (the strong tier's, on its fit), "max" or "mean" of the two tiers'.
+# Measured on cpp-docs and Obsidian Help in 8 languages at every lead in and at 60 % of the
+# chunks (bench/takeover.py; docs/benchmarks.md, "Answers before full coverage, round 7"):
+# "mean" is the one rule never under the instant tier's nDCG@10 on any set's dev part (worst
+# +0.008 and +0.001; "strong" -0.004 and -0.007, "max" +0.020 and -0.012), and the instant
+# tier's evidence lets off-topic questions through on French and German vaults (8 of 12
+# caught on obsidian-fr where the strong tier's catches 12 of 12).
+PARTIAL_RULE = "mean"
+PARTIAL_EVIDENCE = "strong"
+BOTH = "instant+strong"  # ArmResult.tier when both tiers answered
 
 
 @dataclass(frozen=True)
@@ -66,22 +81,48 @@ class VectorArm:
         self.strong = strong
         self.strong_backoff = strong_backoff
         self._pool = LazyPool(2, "query-embed")
-        # Query vectors an in-process model began before the search (preload), by (model
-        # name, query): its own to read, once.
-        self._early: dict[tuple[str, str], Future] = {}
 
-    def tier(self, reads: VectorSearch) -> tuple[str, Embedder | None, object]:
-        """Which tier answers now: the strong one when it covers the vault, else instant."""
+    def tiers(self, reads: VectorSearch) -> tuple[str, ...]:
+        """The tiers that answer now: the strong one alone when it covers the vault; both,
+        or the strong one, when it has a fit for the vectors it holds and PARTIAL_RULE says
+        so; else the instant one."""
         if self.strong is not None and not self.strong_backoff.waiting():  # type: ignore[union-attr]
             held = reads.vectors_model(STRONG)
             if held is not None and held[0] == self.strong.name:
                 if reads.strong_covers(STRONG_TAKEOVER):
-                    return STRONG, self.strong, self.strong_backoff
+                    return (STRONG,)
+                if PARTIAL_RULE != "instant":
+                    fit = stored_fit(reads, STRONG)
+                    if fit is not None and fit.model == self.strong.name:
+                        return (STRONG,) if PARTIAL_RULE == "strong" else (INSTANT, STRONG)
+        return (INSTANT,)
+
+    def tier(self, reads: VectorSearch) -> tuple[str, Embedder | None, object]:
+        """The one tier whose vectors stand for the vault (related notes): the strong one
+        when it answers alone, else instant."""
+        if self.tiers(reads) == (STRONG,):
+            return STRONG, self.strong, self.strong_backoff
         return INSTANT, self.embedder, self.backoff
 
-    def _ready(self, reads: VectorSearch) -> _Ready | str:
-        """The tier that answers now and what it needs, or why the arm steps aside."""
-        tier_name, embedder, backoff = self.tier(reads)
+    def _ready(self, reads: VectorSearch) -> list[_Ready] | str:
+        """The tiers that answer now and what each needs, or why the arm steps aside (a
+        tier that cannot answer beside another leaves it alone)."""
+        ready: list[_Ready] = []
+        reason = ""
+        for name in self.tiers(reads):
+            one = self._ready_tier(reads, name)
+            if isinstance(one, str):
+                reason = reason or one
+            else:
+                ready.append(one)
+        return ready or reason
+
+    def _ready_tier(self, reads: VectorSearch, tier_name: str) -> _Ready | str:
+        embedder, backoff = (
+            (self.strong, self.strong_backoff)
+            if tier_name == STRONG
+            else (self.embedder, self.backoff)
+        )
         if embedder is None:
             return "no embedding provider configured"
         held = reads.vectors_model(tier_name)
@@ -102,34 +143,32 @@ class VectorArm:
         at p50 against 14.1 ms one arm after the other. (On the 173-note Obsidian vault the
         overlap won, 5.2 against 6.2 ms; the default follows the worst case.)"""
         ready = self._ready(reads)
-        if isinstance(ready, _Ready) and getattr(ready.embedder, "remote", False):
-            future = self._pool.submit(_query_vectors, ready.embedder, [request.query])
-            request.begun[self.name] = (ready, future)
-
-    def preload(self, reads: VectorSearch, query: str, *, anyway: bool = False) -> bool:
-        """A one-shot search about to bring the index in step (its stat pass, the full-text
-        arm): load the in-process model that will answer and embed the query on a pool
-        thread meanwhile, so the model's start (imports, session, tokenizer: ~150 CPU-ms
-        with e5) overlaps that work on a second core. Begun only when a core looks spare
-        (spare_core; `anyway`: regardless), since on a busy machine the two threads share
-        one core and gain nothing. A failure here is not reported: retrieve() loads the
-        model again and fails as it would have. Returns whether it began."""
-        if not (anyway or spare_core()):
-            return False
-        ready = self._ready(reads)
-        if not isinstance(ready, _Ready) or getattr(ready.embedder, "remote", False):
-            return False
-        if getattr(ready.embedder, "load", None) is None:
-            return False  # a model with no load of its own embeds in a moment
-        key = (ready.embedder.name, query)
-        if key not in self._early:
-            self._early[key] = self._pool.submit(_loaded_query_vectors, ready.embedder, query)
-        return True
+        if isinstance(ready, str):
+            return
+        futures = [
+            self._pool.submit(_query_vectors, r.embedder, [request.query])
+            if getattr(r.embedder, "remote", False)
+            else None
+            for r in ready
+        ]
+        if any(f is not None for f in futures):
+            request.begun[self.name] = (ready, futures)
 
     def retrieve(self, reads: VectorSearch, request: Request) -> ArmResult:
-        ready, future = request.begun.get(self.name) or (self._ready(reads), None)
+        ready, futures = request.begun.get(self.name) or (self._ready(reads), None)
         if isinstance(ready, str):
             return self._aside(ready)
+        results = [
+            self._retrieve_tier(reads, request, r, futures[i] if futures else None)
+            for i, r in enumerate(ready)
+        ]
+        if len(results) == 1:
+            return results[0]
+        return merge_tiers(results, PARTIAL_RULE, PARTIAL_EVIDENCE)
+
+    def _retrieve_tier(
+        self, reads: VectorSearch, request: Request, ready: _Ready, future: Future | None
+    ) -> ArmResult:
         embedder = ready.embedder
         try:
             vector = self._embed(embedder, request.query, future)
@@ -142,7 +181,7 @@ class VectorArm:
         if len(vector) != ready.dim:
             return self._aside("embedding dimension changed; vectors are being rebuilt")
         if not vector.any():
-            return ArmResult(self.name, [])  # the model knows none of the query's words
+            return ArmResult(self.name, [], tier=ready.tier)  # the model knows none of the words
         scale, notes = self._scale(reads, ready.tier, embedder, request.query)
         calibrated = scale is not None and (
             notes is not None or bool(getattr(embedder, "cosine_scale_measured", False))
@@ -208,16 +247,13 @@ class VectorArm:
         asked now) within a deadline."""
         deadline = QUERY_DEADLINE_SECONDS
         if future is None:
-            early = self._early.pop((embedder.name, query), None)
             if not getattr(embedder, "remote", False):
                 load = getattr(embedder, "load", None)
                 if load is None:
                     return embed_queries(embedder, [query])[0]
-                # The first load builds and checks the model: not a query's time. Begun by
-                # preload, this waits for it; failed there, it fails here as it would have.
-                load()
+                load()  # the first load builds and checks the model: not a query's time
                 deadline = LOCAL_QUERY_DEADLINE_SECONDS
-            future = early or self._pool.submit(_query_vectors, embedder, [query])
+            future = self._pool.submit(_query_vectors, embedder, [query])
         return future.result(timeout=deadline)[0]
 
     def _aside(self, reason: str) -> ArmResult:
@@ -227,26 +263,58 @@ class VectorArm:
         self._pool.close()
 
 
-def spare_core() -> bool:
-    """Whether this process may count on a second core now: two or more it may run on, and
-    a load average (the last minute's) that leaves one free. A rough guess on the safe side:
-    a machine busy for less than a minute may still look idle, and the early load then
-    costs a little CPU and gains nothing (docs/benchmarks.md, "The first search, round 7")."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):  # Windows: no load average
-        return False
-    return cores >= 2 and load <= cores - 1
+def merge_tiers(results: list[ArmResult], rule: str, evidence_rule: str = "strong") -> ArmResult:
+    """Two tiers' answers as one vector arm's: each tier's scores min-max normalised (their
+    cosines are on different scales), a note's score the mean ("mean", 0 where a tier lacks
+    it) or the best ("max") of its two; its evidence the strong tier's (or the best or mean
+    of the two, each read on its own tier's fit: PARTIAL_EVIDENCE); its snippet's chunk
+    from the tier that scored it higher. A tier that could not answer leaves the other
+    alone."""
+    live = [r for r in results if not r.degraded]
+    if len(live) < 2:
+        return live[0] if live else results[0]
+    best: dict[int, tuple[float, int]] = {}
+    total: dict[int, float] = {}
+    for result in live:
+        for note, (chunk, value) in _normalised(result.hits).items():
+            total[note] = total.get(note, 0.0) + value
+            if note not in best or value > best[note][0]:
+                best[note] = (value, chunk)
+    hits = [
+        NoteHit(n, chunk, value if rule == "max" else total[n] / len(live))
+        for n, (value, chunk) in best.items()
+    ]
+    hits.sort(key=lambda h: (-h.score, h.note_rowid))
+    evidence: dict[int, float] = {}
+    calibrated = all(r.calibrated for r in live)
+    if evidence_rule == "strong":
+        strong = next(r for r in live if r.tier == STRONG)
+        evidence, calibrated = dict(strong.evidence), strong.calibrated
+    else:
+        for result in live:
+            for note, e in result.evidence.items():
+                if evidence_rule == "max":
+                    evidence[note] = max(e, evidence.get(note, 0.0))
+                else:
+                    evidence[note] = evidence.get(note, 0.0) + e / len(live)
+    return ArmResult(
+        live[0].name,
+        hits,
+        tier=BOTH,
+        evidence=evidence,
+        calibrated=calibrated,
+    )
 
 
-def _loaded_query_vectors(embedder: Embedder, query: str) -> np.ndarray:
-    """In a pool thread, for preload: the model loaded, then the query's vector."""
-    embedder.load()  # type: ignore[attr-defined]
-    return _query_vectors(embedder, [query])
+def _normalised(hits: list[NoteHit]) -> dict[int, tuple[int, float]]:
+    """note -> (chunk, score min-max normalised over the tier's hits; 1 for a lone hit)."""
+    if not hits:
+        return {}
+    lo, hi = min(h.score for h in hits), max(h.score for h in hits)
+    span = hi - lo
+    return {
+        h.note_rowid: (h.chunk_rowid, (h.score - lo) / span if span > 1e-12 else 1.0) for h in hits
+    }
 
 
 def _query_vectors(embedder: Embedder, texts: list[str]) -> np.ndarray:
