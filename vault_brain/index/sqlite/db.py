@@ -182,22 +182,17 @@ def _recount_text_totals(conn: Connection) -> None:
     are then a fresh index's without a rebuild (which would embed every chunk again). An
     index that cannot be written now (a read-only file) is recounted by a later open."""
     done = "SELECT 1 FROM meta WHERE key = ?"
-    if conn.execute(done, (totals.RECOUNTED,)).fetchone():
-        return
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if not conn.execute(done, (totals.RECOUNTED,)).fetchone():
-                totals.recount(conn)
-                conn.execute("INSERT INTO meta(key, value) VALUES (?, '1')", (totals.RECOUNTED,))
-            conn.execute("COMMIT")
-        except BaseException:
-            _rollback(conn)
-            raise
-    except binding_errors() as exc:
-        if is_damage(exc):
-            raise
-        log.warn("index_totals_not_recounted", error=str(exc)[:200])
+
+    def recount() -> None:
+        totals.recount(conn)
+        conn.execute("INSERT INTO meta(key, value) VALUES (?, '1')", (totals.RECOUNTED,))
+
+    _upgrade_once(
+        conn,
+        lambda: not conn.execute(done, (totals.RECOUNTED,)).fetchone(),
+        recount,
+        "index_totals_not_recounted",
+    )
 
 
 def _add_stat_index(conn: Connection) -> None:
@@ -205,12 +200,30 @@ def _add_stat_index(conn: Connection) -> None:
     (~10 ms at 10k notes): its searches then read the notes' stats as a fresh index's do,
     without a rebuild. An index that cannot be written now is given it by a later open."""
     exists = "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?"
-    if conn.execute(exists, (STAT_INDEX,)).fetchone():
+    _upgrade_once(
+        conn,
+        lambda: not conn.execute(exists, (STAT_INDEX,)).fetchone(),
+        lambda: conn.execute(
+            f"CREATE INDEX IF NOT EXISTS {STAT_INDEX} ON notes(path, mtime_ns, size)"
+        ),
+        "index_stat_index_not_added",
+    )
+
+
+def _upgrade_once(
+    conn: Connection, needed: Callable[[], bool], apply: Callable[[], object], event: str
+) -> None:
+    """An in-place upgrade of an older index: `apply` in one write transaction when
+    `needed()` says so (asked again under the lock: another process may have done it). A
+    damaged file raises; any other failure (read-only, busy) is logged as `event` and left
+    to a later open."""
+    if not needed():
         return
     try:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute(f"CREATE INDEX IF NOT EXISTS {STAT_INDEX} ON notes(path, mtime_ns, size)")
+            if needed():
+                apply()
             conn.execute("COMMIT")
         except BaseException:
             _rollback(conn)
@@ -218,7 +231,7 @@ def _add_stat_index(conn: Connection) -> None:
     except binding_errors() as exc:
         if is_damage(exc):
             raise
-        log.warn("index_stat_index_not_added", error=str(exc)[:200])
+        log.warn(event, error=str(exc)[:200])
 
 
 def is_damage(exc: BaseException) -> bool:
