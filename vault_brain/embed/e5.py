@@ -142,9 +142,8 @@ class E5Embedder:
     threads: how many batches run at once, one core each (measured faster than one batch
     on two onnxruntime threads). batch_tokens: tokens per forward pass (rows of one length,
     never padded); it bounds memory whatever the input size, and small batches stay in
-    cache: 256 (two rows of a
-    128-token window) spent 31.7 CPU-ms a chunk against 37.8 at 1,024 (bench/e5_batch.py;
-    1,024 had measured as fast as 4,096 with 230 MB less peak RSS).
+    cache: 256 (two rows of a 128-token window) spent 31.7 CPU-ms a chunk against 37.8 at
+    1,024 (bench/e5_batch.py; 1,024 had measured as fast as 4,096 with 230 MB less peak RSS).
     """
 
     def __init__(
