@@ -57,7 +57,9 @@ def _old_code_spans(text: str) -> list[tuple[int, int, int, int]]:
     return spans
 
 
-_PIECES = st.sampled_from(["`", "``", "```", "\\", "\\\\", "a", " ", "\n", "\n\n", "\n \t\n", "x y", "é"])
+_PIECES = st.sampled_from(
+    ["`", "``", "```", "\\", "\\\\", "a", " ", "\n", "\n\n", "\n \t\n", "x y", "é"]
+)
 
 
 @settings(max_examples=3000, deadline=None)
@@ -67,5 +69,13 @@ def test_the_same_spans_as_the_reference(text: str) -> None:
 
 
 def test_escapes_that_shorten_a_run_and_blank_lines_between():
-    for text in ["\\``a`", "\\```a``", "`a\n\nb`", "``a` b``", "\\\\`a`", "x\\```` y ```", "`` ` ``"]:
+    for text in [
+        "\\``a`",
+        "\\```a``",
+        "`a\n\nb`",
+        "``a` b``",
+        "\\\\`a`",
+        "x\\```` y ```",
+        "`` ` ``",
+    ]:
         assert code_spans(text) == _old_code_spans(text), text

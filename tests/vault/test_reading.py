@@ -174,7 +174,7 @@ def test_one_reader_reads_many_notes_as_read_note_bytes_does(layout) -> None:
     ],
 )
 def test_the_prefix_test_answers_as_commonpath_and_relpath(base: str, path: str) -> None:
-    from vault_brain.vault.reading import _relative, _rel_parts, _within
+    from vault_brain.vault.reading import _rel_parts, _relative, _within
 
     rel = _relative(base, path)
     if not _within(base, path):
