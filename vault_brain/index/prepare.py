@@ -17,7 +17,7 @@ from vault_brain.index.hashes import iso_utc, text_hash
 from vault_brain.index.records import ChunkRow, LinkRow, NoteRow
 from vault_brain.text.analysis import analyze, frontmatter_language, note_language
 from vault_brain.vault.note import Note, UnreadableNote, parse_note
-from vault_brain.vault.reading import read_note_bytes
+from vault_brain.vault.reading import NoteReader
 from vault_brain.vault.scan import FileStat
 
 if TYPE_CHECKING:
@@ -220,11 +220,20 @@ def with_vectors(items: list[Prepared], embedder: Embedder) -> list[Prepared]:
 
 
 def prepare(
-    root: Path, stat: FileStat, known_hash: str | None, settings: Settings, summarize: bool
+    root: Path,
+    stat: FileStat,
+    known_hash: str | None,
+    settings: Settings,
+    summarize: bool,
+    reader: NoteReader | None = None,
 ) -> Prepared:
-    """Everything about one file that needs no database: pure, so it can run anywhere."""
+    """Everything about one file that needs no database: pure, so it can run anywhere.
+    `reader` (for `root` and the settings' trusted folders) is made once by a caller that
+    prepares many files; without it one is made here."""
     try:
-        raw = read_note_bytes(root, stat.path, settings.vault.follow_outside)
+        if reader is None:
+            reader = NoteReader(root, settings.vault.follow_outside)
+        raw = reader.read(stat.path)
     except (FileNotFoundError, NotADirectoryError):
         return Prepared(stat, "gone")  # vanished between the stat and the read
     except VaultBrainError as exc:  # a symlink out of the vault, a name that is not UTF-8
