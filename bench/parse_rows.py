@@ -14,7 +14,8 @@ time.process_time, so a stage's figure holds its own work only:
 - lang: the `lang:` key (frontmatter_language) and language detection (note_language);
 - token counts: cl100k ids of every section, as chunk_note encodes them;
 - chunking: the cut into windows (chunk_note's time less the token counts);
-- analysis: the full-text terms build_rows makes (title, headings, each chunk, the note);
+- analysis: the full-text terms build_rows makes (title, tags, each distinct heading path,
+  each chunk's body and the note's from the chunks' pieces: index/prepare.py);
 - rows: the rest of build_rows (records and hashes): its time less lang, chunking and
   analysis;
 - static vectors: the instant tier's vectors of every chunk (the bundled model, batches of
@@ -66,7 +67,13 @@ def measure(vault: Path, notes: int, vectors: bool) -> dict:
     import vault_brain
     from vault_brain.config import EmbedSettings, load_settings
     from vault_brain.index import chunking
-    from vault_brain.index.prepare import _strip_title, build_rows, embed_text, prepare
+    from vault_brain.index.prepare import (
+        _strip_title,
+        analysed_bodies,
+        build_rows,
+        embed_text,
+        prepare,
+    )
     from vault_brain.text.analysis import analyze, frontmatter_language, note_language
     from vault_brain.vault import note as note_mod
     from vault_brain.vault.reading import read_note_bytes
@@ -123,15 +130,11 @@ def measure(vault: Path, notes: int, vectors: bool) -> dict:
     def analysis(p: tuple) -> None:  # what build_rows analyses, in its order
         note, chunks, lg = p
         analyze(" ".join([note.title, *note.aliases, note.summary]), lg)
-        tags = " ".join(note.tags)
-        paths = []
-        for ch in chunks:
-            headings = _strip_title(ch.heading_path, note.title)
-            paths.append(headings)
-            analyze(f"{headings} {tags}".strip(), lg)
-            analyze(ch.text, lg)
-        analyze(f"{' '.join(dict.fromkeys(h for h in paths if h))} {tags}".strip(), lg)
-        analyze(note.body, lg)
+        analyze(" ".join(note.tags), lg)
+        paths = {_strip_title(ch.heading_path, note.title) for ch in chunks}
+        for headings in paths:
+            analyze(headings, lg)
+        analysed_bodies(note.body, chunks, lg)  # each chunk's body, and the note's from them
 
     # The stemmers' word caches fill in this stage: build_rows below finds them warm, so
     # its remainder ("rows") is records and hashes, as in a real pass after its first notes.

@@ -150,6 +150,7 @@ def run(
         _print_search(warm, warm.hits, 0, cut, None, json_out, explain)
         return
     with open_brain(settings) as brain, typed_values():
+        brain.begin_query(query, mode=mode)
         brain.refresh_if_unwatched(vectors=(mode or settings.search.mode) != "fts")
         result = brain.search(query, **asked)
 

@@ -113,6 +113,7 @@ class Brain:
         in-memory vector matrix)."""
         self.settings = settings
         self.root = settings.vault_path
+        self.one_shot = one_shot
         self.embedder: Embedder | None = (
             make_embedder(settings.embed) if embedder == "auto" else embedder  # type: ignore[assignment]
         )
@@ -197,6 +198,17 @@ class Brain:
         the function that stops it."""
         self.indexer.start()
         return self.indexer.stop
+
+    def begin_query(self, query: str, *, mode: str | None = None) -> None:
+        """A one-shot search's first step: where the strong tier will answer and a second
+        core can run its model's start, the query's vector is begun in a forked process now,
+        beside this one's stat pass and full-text arm (vault_brain/embed/early.py)."""
+        if not self.one_shot or (mode or self.settings.search.mode) == "fts":
+            return
+        with self.index.read() as reads:
+            wanted = self._vector_arm.early_wanted(reads)
+        if wanted:
+            self._vector_arm.begin_early(query)
 
     def refresh_if_unwatched(self, *, vectors: bool = True) -> bool:
         """When no watcher or server indexes this vault, bring the index in step now (and

@@ -262,3 +262,15 @@ def test_query_splits_on_underscore_and_punctuation_like_unicode61():
 def test_query_terms_are_capped():
     question = " ".join(f"term{i}" for i in range(100))
     assert len(query_terms(question)) == analysis.MAX_QUERY_TERMS
+
+
+def test_analysis_is_the_same_whether_its_words_were_seen_before_or_not():
+    from vault_brain.text.analysis import _language
+
+    text = "The runners were running; a runner runs. Ökonomie und naïve Wörter."
+    cache = _language("en").cache
+    cache.clear()
+    cold = analyze(text, "en")
+    warm = analyze(text, "en")  # every word's form is remembered now: the one-pass path
+    cache.pop("runners", None)  # one word unseen again: the path that fills it
+    assert cold == warm == analyze(text, "en") == "runner run runner run ökonomi und naïv wörter"

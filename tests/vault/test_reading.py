@@ -136,3 +136,51 @@ def test_a_folder_the_owner_trusts_is_indexed_through_its_link(vault, make_brain
     trusting = make_brain(vault={"follow_outside": [str(outside)]})
     assert [h.path for h in trusting.search("wombat", mode="fts").hits] == ["Work/Plan.md"]
     assert "quarterly wombat" in trusting.get("Work/Plan.md").content
+
+
+def test_one_reader_reads_many_notes_as_read_note_bytes_does(layout) -> None:
+    """NoteReader resolves the vault once; each note's own path is still checked."""
+    from vault_brain.vault.reading import NoteReader
+
+    root, outside = layout
+    os.symlink(outside / "shared.md", root / "Shared.md")
+    reader = NoteReader(root, [outside])
+    assert reader.read("Real/Note.md") == read_note_bytes(root, "Real/Note.md")
+    assert reader.read("Shared.md") == b"# Shared\n"
+    with pytest.raises(Forbidden):
+        reader.read("Setup notes.md")
+    with pytest.raises(Forbidden):
+        reader.read("../outside/shared.md")
+    # A link made after the reader: still resolved and refused at its read.
+    os.symlink("../../outside/home/.ssh/id_rsa", root / "Real" / "Later.md")
+    with pytest.raises(Forbidden):
+        reader.read("Real/Later.md")
+
+
+@pytest.mark.parametrize(
+    ("base", "path"),
+    [
+        ("/v", "/v"),
+        ("/v", "/v/a.md"),
+        ("/v", "/v/.hidden/a.md"),
+        ("/v", "/va/a.md"),
+        ("/v", "/"),
+        ("/v/w", "/v"),
+        ("/", "/a/b.md"),
+        ("/", "/"),
+        ("//v", "//v/a.md"),
+        ("/v", "/v/a/.b/c.md"),
+        ("/v", "/v.md"),
+    ],
+)
+def test_the_prefix_test_answers_as_commonpath_and_relpath(base: str, path: str) -> None:
+    from vault_brain.vault.reading import _rel_parts, _relative, _within
+
+    rel = _relative(base, path)
+    if not _within(base, path):
+        assert rel is None
+        return
+    old = os.path.relpath(path, base)
+    assert rel == ("" if old == "." else old)
+    if rel:
+        assert tuple(_rel_parts(rel)) == Path(old).parts

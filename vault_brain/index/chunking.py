@@ -22,7 +22,7 @@ import tempfile
 import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from vault_brain.errors import InvalidInput
@@ -42,6 +42,10 @@ class Chunk:
     heading_path: str  # "Title > Section > Subsection"
     text: str  # the chunk's Markdown text, a verbatim slice of the body (edges stripped)
     tokens: int
+    # Where the slice lies in the body's UTF-8 bytes, edges included (window chunks overlap);
+    # -1: not a window (the whole body, stripped, or the title of an empty body).
+    start: int = field(default=-1, compare=False)
+    end: int = field(default=-1, compare=False)
 
 
 # --------------------------------------------------------------------------- tokenizers
@@ -426,7 +430,9 @@ def chunk_note(
             first = bisect_right(token_starts, s) - 1
             last = bisect_left(token_starts, e) - 1
             heading = _common_path(paths[first : last + 1])
-            chunks.append(Chunk(len(chunks), heading, text, e - s))
+            chunks.append(
+                Chunk(len(chunks), heading, text, e - s, int(offsets[s]), int(offsets[e]))
+            )
         s = next_s
     if not chunks:
         return [Chunk(0, title, title, count_tokens(title))]

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vault_brain.config import Settings
 from vault_brain.errors import VaultBrainError
-from vault_brain.index.chunking import chunk_note
+from vault_brain.index.chunking import Chunk, chunk_note
 from vault_brain.index.hashes import iso_utc, text_hash
 from vault_brain.index.records import ChunkRow, LinkRow, NoteRow
 from vault_brain.text.analysis import analyze, frontmatter_language, note_language
 from vault_brain.vault.note import Note, UnreadableNote, parse_note
-from vault_brain.vault.reading import read_note_bytes
+from vault_brain.vault.reading import NoteReader
 from vault_brain.vault.scan import FileStat
 
 if TYPE_CHECKING:
@@ -30,6 +31,84 @@ def _strip_title(heading_path: str, title: str) -> str:
     if heading_path.startswith(prefix):
         return heading_path[len(prefix) :]
     return "" if heading_path == title else heading_path
+
+
+_SPACE = frozenset(b" \t\n\r\x0b\x0c")  # ASCII whitespace
+# ASCII punctuation a word never crosses (every path of text/analysis.py splits at it),
+# without the case-ignorable ' . : ^ ` (a final sigma is read across those).
+_HARD = _SPACE | frozenset(b'!"#$%&()*+,-/;<=>?@[\\]_{|}~')
+
+
+def _joined(*terms: str) -> str:
+    """Analysed texts as the analysis of their texts joined by a space (the same terms)."""
+    return " ".join(filter(None, terms))
+
+
+def _splits(data: bytes, at: int) -> bool:
+    """Whether the analysis of data[:at] and data[at:] joined is the analysis of data: the
+    cut has an ASCII space on one side, or ASCII on both sides and a separator on one
+    (_HARD; in ASCII text any punctuation). No word spans such a cut; NFKC composes
+    nothing across it (a space never composes, and an ASCII character is never the
+    second of a composite: only a cut before a combining mark could join `<` and U+0338);
+    lower() reads no final sigma across it (a separator there is neither cased nor
+    case-ignorable, and ASCII text holds no sigma)."""
+    if at <= 0 or at >= len(data):
+        return True
+    before, after = data[at - 1], data[at]
+    if before in _SPACE or after in _SPACE:
+        return True
+    if before >= 0x80 or after >= 0x80:
+        return False
+    if before in _HARD or after in _HARD:
+        return True
+    return not (chr(before).isalnum() and chr(after).isalnum()) and data.isascii()
+
+
+def analysed_bodies(body: str, chunks: Sequence[Chunk], lang: str) -> tuple[list[str], str]:
+    """The analysed text of each chunk and of the whole body, with each word of the body
+    analysed once (not once for its chunk and again for the note's own row).
+
+    Chunk i is body[start:end] (UTF-8 offsets), window chunks overlap: the body is cut
+    where each window's overlap with the next begins, and each piece (and overlap) is
+    analysed on its own. That gives the same terms wherever the cut falls beside a space
+    or a separator (_splits; the chunker cuts at paragraph, line and word breaks). Where
+    a cut falls inside a word, the chunk is analysed whole and the pieces on both sides of
+    the cut are analysed together for the note's row. A body chunked from a cleaned copy
+    (lone surrogates) is analysed as before: each chunk, then the whole body."""
+    if not body.strip():  # one chunk of the title; the body holds no term
+        return [analyze(ch.text, lang) for ch in chunks], ""
+    if len(chunks) == 1 and chunks[0].start < 0 and chunks[0].text == body.strip():
+        terms = analyze(chunks[0].text, lang)  # the whole body, stripped
+        return [terms], terms
+    try:
+        data = body.encode("utf-8")
+    except UnicodeEncodeError:
+        data = b""
+    if not data or any(ch.start < 0 for ch in chunks):
+        return [analyze(ch.text, lang) for ch in chunks], analyze(body, lang)
+    # Where each window's own piece ends: where the next window starts, or earlier (the
+    # bytes between are blank: a blank window was dropped there).
+    starts = [ch.start for ch in chunks[1:]] + [len(data)]
+    ends = [min(ch.end, nxt) for ch, nxt in zip(chunks, starts, strict=True)]
+    last = len(chunks) - 1
+    bodies: list[str] = []
+    note: list[str] = []
+    run = chunks[0].start  # where the note's current piece began
+    for i, ch in enumerate(chunks):
+        end = ends[i]
+        if i < last and not _splits(data, end):  # inside a word: the run goes on
+            bodies.append(analyze(ch.text, lang))
+            continue
+        if run == ch.start:
+            head = analyze(data[run:end].decode("utf-8"), lang)
+            tail = analyze(data[end : ch.end].decode("utf-8"), lang) if end < ch.end else ""
+            bodies.append(_joined(head, tail))
+        else:  # the run began in an earlier window
+            head = analyze(data[run:end].decode("utf-8"), lang)
+            bodies.append(analyze(ch.text, lang))
+        note.append(head)
+        run = starts[i]
+    return bodies, _joined(*note)
 
 
 def build_rows(
@@ -71,14 +150,16 @@ def build_rows(
     # What names and describes the note, weighted as its title in every full-text row:
     # frontmatter title (else heading or file name), aliases and summary.
     title_text = analyze(" ".join([note.title, *note.aliases, note.summary]), lang)
-    tag_text = " ".join(note.tags)
-    heading_paths: list[str] = []
+    tag_terms = analyze(" ".join(note.tags), lang)
+    cut = chunk_note(note.title, note.body, c.max_tokens, c.overlap, c.min_tokens, note.headings)
+    bodies, body_terms = analysed_bodies(note.body, cut, lang)
+    heading_terms: dict[str, str] = {}  # a note's chunks share few heading paths
     chunks = []
-    for ch in chunk_note(
-        note.title, note.body, c.max_tokens, c.overlap, c.min_tokens, note.headings
-    ):
+    for ch, fts_body in zip(cut, bodies, strict=True):
         headings = _strip_title(ch.heading_path, note.title)
-        heading_paths.append(headings)
+        terms = heading_terms.get(headings)
+        if terms is None:
+            terms = heading_terms[headings] = analyze(headings, lang)
         chunks.append(
             ChunkRow(
                 ordinal=ch.ordinal,
@@ -87,19 +168,14 @@ def build_rows(
                 text_hash=text_hash(f"{ch.heading_path}\n\n{ch.text}"),
                 tokens=ch.tokens,
                 fts_title=title_text,
-                fts_headings=analyze(f"{headings} {tag_text}".strip(), lang),
-                fts_body=analyze(ch.text, lang),
+                fts_headings=_joined(terms, tag_terms),
+                fts_body=fts_body,
             )
         )
     # The whole note as one full-text row: evidence spread over chunks counts together.
-    headings_text = " ".join(dict.fromkeys(h for h in heading_paths if h))
-    row = row._replace(
-        fts=(
-            title_text,
-            analyze(f"{headings_text} {tag_text}".strip(), lang),
-            analyze(note.body, lang),
-        ),
-    )
+    # Its headings are the chunks' distinct heading paths, in order (dicts keep it).
+    headings_terms = _joined(*(t for h, t in heading_terms.items() if h), tag_terms)
+    row = row._replace(fts=(title_text, headings_terms, body_terms))
     links = [LinkRow(ln.target, ln.heading, ln.alias, ln.embed) for ln in note.links]
     return row, chunks, links
 
@@ -144,11 +220,20 @@ def with_vectors(items: list[Prepared], embedder: Embedder) -> list[Prepared]:
 
 
 def prepare(
-    root: Path, stat: FileStat, known_hash: str | None, settings: Settings, summarize: bool
+    root: Path,
+    stat: FileStat,
+    known_hash: str | None,
+    settings: Settings,
+    summarize: bool,
+    reader: NoteReader | None = None,
 ) -> Prepared:
-    """Everything about one file that needs no database: pure, so it can run anywhere."""
+    """Everything about one file that needs no database: pure, so it can run anywhere.
+    `reader` (for `root` and the settings' trusted folders) is made once by a caller that
+    prepares many files; without it one is made here."""
     try:
-        raw = read_note_bytes(root, stat.path, settings.vault.follow_outside)
+        if reader is None:
+            reader = NoteReader(root, settings.vault.follow_outside)
+        raw = reader.read(stat.path)
     except (FileNotFoundError, NotADirectoryError):
         return Prepared(stat, "gone")  # vanished between the stat and the read
     except VaultBrainError as exc:  # a symlink out of the vault, a name that is not UTF-8

@@ -190,6 +190,7 @@ def _serve() -> None:
 
     from vault_brain import log
     from vault_brain.index.prepare import prepare, with_vectors
+    from vault_brain.vault.reading import NoteReader
 
     # Ctrl-C at a terminal reaches the whole process group: the indexer decides when to
     # stop (after its current batch) and closes the pipes, which ends this worker.
@@ -205,9 +206,13 @@ def _serve() -> None:
     try:
         settings, summarize, embed = _receive(stdin)
         embedder = _embedder(embed)
+        # The vault's real path, once for the worker (each resolution is an lstat per
+        # component; per file it was ~3 % of a cold index's parsing).
+        root = settings.vault_path
+        reader = NoteReader(root, settings.vault.follow_outside)
         while True:
             jobs = _receive(stdin)
-            done = [prepare(settings.vault_path, s, h, settings, summarize) for s, h in jobs]
+            done = [prepare(root, s, h, settings, summarize, reader) for s, h in jobs]
             if embedder is not None:
                 try:
                     done = with_vectors(done, embedder)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vault_brain.embed.base import Embedder, embed_queries
+from vault_brain.embed.early import EarlyFailed, EarlyQuery, can_fork
 from vault_brain.endpoint import waiting_at_most
 from vault_brain.errors import Unavailable
 from vault_brain.index.port import VectorSearch
@@ -81,6 +82,7 @@ class VectorArm:
         self.strong = strong
         self.strong_backoff = strong_backoff
         self._pool = LazyPool(2, "query-embed")
+        self._early: EarlyQuery | None = None
 
     def tiers(self, reads: VectorSearch) -> tuple[str, ...]:
         """The tiers that answer now: the strong one alone when it covers the vault; both,
@@ -103,6 +105,37 @@ class VectorArm:
         if self.tiers(reads) == (STRONG,):
             return STRONG, self.strong, self.strong_backoff
         return INSTANT, self.embedder, self.backoff
+
+    def early_wanted(self, reads: VectorSearch) -> bool:
+        """Whether the strong tier will answer and its in-process model is not loaded yet:
+        then a one-shot search may have its query's vector made early (begin_early)."""
+        strong = self.strong
+        if strong is None or getattr(strong, "remote", False) or getattr(strong, "loaded", True):
+            return False
+        return STRONG in self.tiers(reads) and can_fork()
+
+    def begin_early(self, query: str) -> None:
+        """The strong tier's vector of `query`, begun in a forked child (embed/early.py) for
+        _embed to take; called outside any read of the index, before this process's own
+        work on the search (the stat pass, the full-text arm)."""
+        self.discard_early()
+        self._early = EarlyQuery(self.strong, query)  # type: ignore[arg-type]
+
+    def discard_early(self) -> None:
+        early, self._early = self._early, None
+        if early is not None:
+            early.discard()
+
+    def _take_early(self, embedder: Embedder, query: str) -> np.ndarray | None:
+        """The early vector when it is this query's by this model, else None."""
+        early = self._early
+        if early is None or early.name != embedder.name or early.query != query:
+            return None
+        self._early = None
+        try:
+            return early.result()[0]
+        except EarlyFailed:
+            return None  # embedded here instead, as without it
 
     def _ready(self, reads: VectorSearch) -> list[_Ready] | str:
         """The tiers that answer now and what each needs, or why the arm steps aside (a
@@ -246,6 +279,8 @@ class VectorArm:
         """The query's vector: in this thread, or from a remote endpoint (begun already or
         asked now) within a deadline."""
         deadline = QUERY_DEADLINE_SECONDS
+        if future is None and (early := self._take_early(embedder, query)) is not None:
+            return early
         if future is None:
             if not getattr(embedder, "remote", False):
                 load = getattr(embedder, "load", None)
@@ -260,6 +295,7 @@ class VectorArm:
         return ArmResult(self.name, [], degraded=reason)
 
     def close(self) -> None:
+        self.discard_early()
         self._pool.close()
 
 

@@ -419,7 +419,11 @@ def analyze(text: str, lang: str) -> str:
     language = _language(lang if lang in LANGUAGES else "en")
     if text.isascii() or not _scripts().special.search(text):
         tokens = _split_words(text)
-        forms = list(map(language.cache.get, tokens))  # most words were seen before
+        try:  # most texts hold only words seen before: one pass, no list, no None scan
+            return " ".join(filter(None, map(language.cache.__getitem__, tokens)))
+        except KeyError:
+            pass
+        forms = list(map(language.cache.get, tokens))
         if None in forms:
             form = language.form
             forms = [f if f is not None else form(t) for f, t in zip(forms, tokens, strict=True)]

@@ -25,6 +25,8 @@ _CANDIDATE = re.compile(r"\n(?=[ \t>]*+(?:`{3}|~{3})| {0,3}#)")
 _ATX = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _BACKTICKS = re.compile(r"`+")
 _BLANK_LINE_AT = re.compile(r"\n(?=[ \t]*+\n)")  # a literal first: the engine skips ahead
+_SPAN = re.Match.span
+_START = re.Match.start
 
 
 @dataclass(frozen=True)
@@ -134,41 +136,59 @@ def code_spans(text: str) -> list[tuple[int, int, int, int]]:
     """CommonMark code spans: a run of n backticks closes at the next run of exactly n, before
     a blank line; "\\`" is a literal backtick. (start, content start, content end, end) each.
 
-    Linear: every run and blank line is found once and closers are looked up by width, so
-    thousands of unmatched backticks cost no more than reading them.
+    Linear: every run and blank line is found once and each run's closer (the next run of
+    its width) is found in one backward pass, so thousands of unmatched backticks cost no
+    more than reading them.
     """
     if "`" not in text:
         return []
-    runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(text)]
-    starts = [start for start, _ in runs]
-    by_width: dict[int, list[int]] = {}
-    for i, (start, end) in enumerate(runs):
-        by_width.setdefault(end - start, []).append(i)
-    blanks = [m.start() for m in _BLANK_LINE_AT.finditer(text)]
+    runs = list(map(_SPAN, _BACKTICKS.finditer(text)))
+    count = len(runs)
+    after = [count] * count  # the next run of the same width, `count` when there is none
+    last: dict[int, int] = {}
+    for i in range(count - 1, -1, -1):
+        start, end = runs[i]
+        after[i] = last.get(end - start, count)
+        last[end - start] = i
+    blanks = list(map(_START, _BLANK_LINE_AT.finditer(text)))
+    by_width: dict[int, list[int]] | None = None  # for runs cut by an escape (rare)
     spans = []
     pos = 0
     i = 0
-    while i < len(runs):
+    while i < count:
         start, end = runs[i]
-        start = max(start, pos)
-        if start >= end:
-            i += 1
+        if start < pos:
+            start = pos
+            if start >= end:
+                i += 1
+                continue
+        if start and text[start - 1] == "\\" and escaped(text, start):
+            pos = start + 1  # "\\`" is a literal backtick; the rest of the run may still open
             continue
-        if escaped(text, start):
-            pos = start + 1  # "\`" is a literal backtick; the rest of the run may still open
-            continue
-        b = bisect.bisect_left(blanks, end)
-        limit = blanks[b] if b < len(blanks) else len(text)
-        same = by_width.get(end - start, [])
-        j = bisect.bisect_right(same, i)
-        if j == len(same) or runs[same[j]][1] > limit:
+        if start == runs[i][0]:
+            k = after[i]
+        else:  # a run shortened by an escape: the next run of its new width
+            if by_width is None:
+                by_width = {}
+                for n, (s, e) in enumerate(runs):
+                    by_width.setdefault(e - s, []).append(n)
+            same = by_width.get(end - start, [])
+            j = bisect.bisect_right(same, i)
+            k = same[j] if j < len(same) else count
+        if k == count:
             pos = end  # no matching run: these backticks are literal
             i += 1
             continue
-        close_start, close_end = runs[same[j]]
+        close_start, close_end = runs[k]
+        if blanks:
+            b = bisect.bisect_left(blanks, end)
+            if b < len(blanks) and close_end > blanks[b]:
+                pos = end  # a blank line comes first: these backticks are literal
+                i += 1
+                continue
         spans.append((start, end, close_start, close_end))
         pos = close_end
-        i = bisect.bisect_right(starts, close_start)
+        i = k + 1
     return spans
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from vault_brain.errors import VaultBrainError
-from vault_brain.vault.blocks import Blocks, Heading, code_spans, fenced_lines, mask_code, scan
+from vault_brain.vault.blocks import Blocks, Heading, code_spans, mask_code, scan
 from vault_brain.vault.frontmatter import (
     LOAD_ERRORS,
     TooManyValues,
@@ -390,12 +390,20 @@ def extract_lead(body: str, limit: int = LEAD_CHARS, blocks: Blocks | None = Non
     if "<!--" in body or "%%" in body:
         body = _COMMENTS.sub(lambda m: "\n" * m.group(0).count("\n"), body)
         blocks = None  # the comments are gone: what is code is scanned anew
-    lines = body.split("\n")
+    if blocks is None:
+        blocks = scan(body)
+    # Which lines are fenced, found as the loop goes (it stops after 2 × limit characters
+    # of prose: most of a long body is never looked at): fenced_lines' answer, line by line.
+    spans, at, offset = blocks.fenced, 0, 0
     parts: list[str] = []
     length = 0
-    for line, fenced in zip(lines, fenced_lines(lines, blocks), strict=True):
-        if fenced:
-            continue
+    for line in body.split("\n"):
+        start, offset = offset, offset + len(line) + 1
+        if spans:
+            while at < len(spans) and start >= spans[at][1]:
+                at += 1
+            if at < len(spans) and spans[at][0] <= start:
+                continue
         text = _lead_line(line)
         if text:
             parts.append(text)
@@ -413,9 +421,13 @@ def _lead_line(line: str) -> str:
         return ""
     if stripped.startswith("|") or _TABLE_DELIMITER.match(stripped):
         return ""
-    stripped = _QUOTE.sub("", stripped)
-    stripped = _CALLOUT.sub("", stripped)
-    stripped = _BULLET.sub("", stripped)
+    # each pattern needs its first character: most lines start with none of them
+    if stripped[0] == ">":
+        stripped = _QUOTE.sub("", stripped)
+    if stripped.startswith("[!"):
+        stripped = _CALLOUT.sub("", stripped)
+    if stripped and (stripped[0] in "-*+" or stripped[0].isdecimal()):  # \d: any decimal
+        stripped = _BULLET.sub("", stripped)
     if not stripped or _SKIPPED_LINE.match(stripped) or _ATX_ANY.match(stripped):
         return ""
     return plain_inline(stripped)

@@ -43,14 +43,32 @@ def link_refusal(
 ) -> str | None:
     """Why a symlink whose target is `real` (a realpath) must not be followed, or None."""
     for base in (vault_real, *trusted):
-        if _within(base, real):
-            rel = os.path.relpath(real, base)
-            if rel != "." and any(p.startswith(".") for p in Path(rel).parts):
+        rel = _relative(base, real)
+        if rel is not None:
+            if rel and any(p.startswith(".") for p in _rel_parts(rel)):
                 return "symlink leads into a hidden folder"
             if not is_dir and not real.lower().endswith(".md"):
                 return "symlink leads to a file that is not Markdown"
             return None
     return "symlink leads outside the vault"
+
+
+def _relative(base: str, path: str) -> str | None:
+    """`path` relative to `base` ("" for base itself), or None when it is outside. Both are
+    real paths (normalised): on POSIX a prefix test, as commonpath + relpath answer it."""
+    if os.sep == "/" and os.altsep is None and not base.startswith("//"):
+        if path == base:
+            return ""
+        prefix = base if base.endswith("/") else base + "/"
+        return path[len(prefix) :] if path.startswith(prefix) else None
+    if not _within(base, path):
+        return None
+    rel = os.path.relpath(path, base)
+    return "" if rel == "." else rel
+
+
+def _rel_parts(rel: str) -> tuple[str, ...] | list[str]:
+    return rel.split("/") if os.sep == "/" and os.altsep is None else Path(rel).parts
 
 
 def read_note_bytes(root: Path, rel: str, trusted: Iterable[str | os.PathLike[str]] = ()) -> bytes:
@@ -61,23 +79,37 @@ def read_note_bytes(root: Path, rel: str, trusted: Iterable[str | os.PathLike[st
     that is not UTF-8 or a path that climbs; FileNotFoundError when it is gone; OSError
     for other read errors.
     """
-    parts = _parts(rel)
-    vault_real = os.path.realpath(root)
-    real = os.path.realpath(os.path.join(vault_real, *parts))
-    why = link_refusal(real, vault_real, trusted_roots(root, trusted), is_dir=False)
-    if why is not None:
-        raise Forbidden(f"{why}; not read")
-    fd = os.open(real, _FLAGS)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise Forbidden("not a regular file; not read")
-        chunks = []
-        while chunk := os.read(fd, max(info.st_size + 1, 65536)):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    return NoteReader(root, trusted).read(rel)
+
+
+class NoteReader:
+    """read_note_bytes for many notes of one vault: the vault's and the trusted folders'
+    real paths are resolved once, not for every note (a parse worker reads thousands; each
+    resolution is an lstat per component). Every note's own path is still resolved at its
+    read and checked against them."""
+
+    def __init__(self, root: Path, trusted: Iterable[str | os.PathLike[str]] = ()) -> None:
+        self.vault_real = os.path.realpath(root)
+        self.trusted = trusted_roots(root, trusted)
+
+    def read(self, rel: str) -> bytes:
+        """As read_note_bytes."""
+        parts = _parts(rel)
+        real = os.path.realpath(os.path.join(self.vault_real, *parts))
+        why = link_refusal(real, self.vault_real, self.trusted, is_dir=False)
+        if why is not None:
+            raise Forbidden(f"{why}; not read")
+        fd = os.open(real, _FLAGS)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise Forbidden("not a regular file; not read")
+            chunks = []
+            while chunk := os.read(fd, max(info.st_size + 1, 65536)):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
 
 
 def _parts(rel: str) -> list[str]:
