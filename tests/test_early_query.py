@@ -144,3 +144,22 @@ def test_a_full_text_search_or_a_long_lived_brain_begins_no_child(e5_vault):
         served.begin_query(QUESTION)
         served.search(QUESTION)
         assert served.strong.loaded
+
+
+def test_the_instant_tier_alone_answers_from_its_childs_vector_too(vault, make_brain, make_settings):
+    model = str(shared_path("models", "minilm-static-256"))
+    vault.write("en/Garden.md", "# Garden\n\nTomatoes need full sun and regular water.\n")
+    vault.write("en/Bees.md", "# Bees\n\nThe hive is checked every week in spring.\n")
+    sections = {"embed": {"provider": "local", "model": model}}  # no strong tier
+    expected = make_brain(**sections).search("sun for tomatoes", explain=True)
+    with Brain(make_settings(**sections), one_shot=True) as one:
+        before = _children()
+        one.begin_query("sun for tomatoes")
+        assert len(_children() - before) == 1
+        got = one.search("sun for tomatoes", explain=True)
+        assert not one.embedder.loaded
+        assert _children() == before
+    assert got.vector_tier == expected.vector_tier == "instant"
+    assert [(h.path, h.score, h.explain) for h in got.hits] == [
+        (h.path, h.score, h.explain) for h in expected.hits
+    ]

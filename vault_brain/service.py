@@ -200,15 +200,16 @@ class Brain:
         return self.indexer.stop
 
     def begin_query(self, query: str, *, mode: str | None = None) -> None:
-        """A one-shot search's first step: where the strong tier will answer and a second
-        core can run its model's start, the query's vector is begun in a forked process now,
-        beside this one's stat pass and full-text arm (vault_brain/embed/early.py)."""
+        """A one-shot search's first step: where a second core can run the start of the
+        in-process models whose tiers will answer, the query's vectors are begun in forked
+        processes now, beside this one's stat pass and full-text arm
+        (vault_brain/embed/early.py)."""
         if not self.one_shot or (mode or self.settings.search.mode) == "fts":
             return
         with self.index.read() as reads:
             wanted = self._vector_arm.early_wanted(reads)
         if wanted:
-            self._vector_arm.begin_early(query)
+            self._vector_arm.begin_early(query, wanted)
 
     def refresh_if_unwatched(self, *, vectors: bool = True) -> bool:
         """When no watcher or server indexes this vault, bring the index in step now (and

@@ -82,7 +82,7 @@ class VectorArm:
         self.strong = strong
         self.strong_backoff = strong_backoff
         self._pool = LazyPool(2, "query-embed")
-        self._early: EarlyQuery | None = None
+        self._early: dict[str, EarlyQuery] = {}  # by model name
 
     def tiers(self, reads: VectorSearch) -> tuple[str, ...]:
         """The tiers that answer now: the strong one alone when it covers the vault; both,
@@ -106,32 +106,36 @@ class VectorArm:
             return STRONG, self.strong, self.strong_backoff
         return INSTANT, self.embedder, self.backoff
 
-    def early_wanted(self, reads: VectorSearch) -> bool:
-        """Whether the strong tier will answer and its in-process model is not loaded yet:
-        then a one-shot search may have its query's vector made early (begin_early)."""
-        strong = self.strong
-        if strong is None or getattr(strong, "remote", False) or getattr(strong, "loaded", True):
-            return False
-        return STRONG in self.tiers(reads) and can_fork()
+    def early_wanted(self, reads: VectorSearch) -> list[Embedder]:
+        """The in-process models, not loaded yet, of the tiers that will answer: a one-shot
+        search may have its query's vectors by them made early (begin_early)."""
+        wanted = []
+        for name in self.tiers(reads):
+            embedder = self.strong if name == STRONG else self.embedder
+            if embedder is None or getattr(embedder, "remote", False):
+                continue
+            if not getattr(embedder, "loaded", True):
+                wanted.append(embedder)
+        return wanted if wanted and can_fork() else []
 
-    def begin_early(self, query: str) -> None:
-        """The strong tier's vector of `query`, begun in a forked child (embed/early.py) for
-        _embed to take; called outside any read of the index, before this process's own
-        work on the search (the stat pass, the full-text arm)."""
+    def begin_early(self, query: str, embedders: list[Embedder]) -> None:
+        """Each model's vector of `query`, begun in a forked child of its own
+        (embed/early.py) for _embed to take; called outside any read of the index, before
+        this process's own work on the search (the stat pass, the full-text arm)."""
         self.discard_early()
-        self._early = EarlyQuery(self.strong, query)  # type: ignore[arg-type]
+        self._early = {e.name: EarlyQuery(e, query) for e in embedders}
 
     def discard_early(self) -> None:
-        early, self._early = self._early, None
-        if early is not None:
-            early.discard()
+        early, self._early = self._early, {}
+        for child in early.values():
+            child.discard()
 
     def _take_early(self, embedder: Embedder, query: str) -> np.ndarray | None:
         """The early vector when it is this query's by this model, else None."""
-        early = self._early
-        if early is None or early.name != embedder.name or early.query != query:
+        early = self._early.get(embedder.name)
+        if early is None or early.query != query:
             return None
-        self._early = None
+        del self._early[embedder.name]
         try:
             return early.result()[0]
         except EarlyFailed:
