@@ -9,7 +9,8 @@ light query encoder (`light_query=True`, what every CLI search asks) and once th
 graph (what an MCP search gets). Both read the index the same way, so only the query's
 vector differs. Reported per set: the query vectors' cosine, nDCG@10 of each, how
 often the top answer and the whole top 10 are the same, and how often the "nothing
-relevant" cut-off decides differently (default min_score).
+relevant" cut-off decides differently (default min_score), on the judged questions and on
+bench/offtopic.py's questions the vault cannot answer.
 
     .venv/bin/python -m bench.light_query [--sets cpp-docs,obsidian-de] \
         [--vault cpp-docs=/path --home cpp-docs=/xdg-cache-home --prefix cpp-docs=docs/] \
@@ -38,6 +39,7 @@ from bench.common import (  # noqa: E402
     unpack,
     write_json,
 )
+from bench.offtopic import NONSENSE, OFF_TOPIC  # noqa: E402
 
 K = 10
 
@@ -101,6 +103,19 @@ def one_set(name: str, vault: Path, home: Path, prefix: str = "") -> dict[str, A
             cut_diff += cut[True] != cut[False]
             scores_b = dict(gr)
             score_gaps += [abs(s - scores_b[p]) for p, s in la if p in scores_b]
+        # Questions the vault cannot answer (bench/offtopic.py): cut to nothing, each way?
+        language = name.rsplit("-", 1)[-1] if name.startswith("obsidian") else "en"
+        off = [*NONSENSE, *OFF_TOPIC.get(language, OFF_TOPIC["en"])]
+        off_cut = {True: 0, False: 0}
+        off_diff = 0
+        for text in off:
+            kept = {
+                light: bool(brain.search(text, limit=K, light_query=light).hits)
+                for light in (True, False)
+            }
+            off_cut[True] += not kept[True]
+            off_cut[False] += not kept[False]
+            off_diff += kept[True] != kept[False]
     finally:
         brain.close()
     n = len(qs.queries)
@@ -116,6 +131,10 @@ def one_set(name: str, vault: Path, home: Path, prefix: str = "") -> dict[str, A
         "cutoff_decides_differently": cut_diff,
         "nothing_relevant_light": empty[True],
         "nothing_relevant_graph": empty[False],
+        "offtopic_questions": len(off),
+        "offtopic_cut_light": off_cut[True],
+        "offtopic_cut_graph": off_cut[False],
+        "offtopic_decides_differently": off_diff,
         "score_gap_median": float(np.median(score_gaps)) if score_gaps else 0.0,
         "score_gap_max": max(score_gaps, default=0.0),
     }
@@ -153,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                 "same top 10",
                 "cut-off differs",
                 "nothing relevant light / graph",
+                "off-topic cut light / graph (of n), differ",
                 "score gap median / max",
             ],
             [
@@ -165,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"{r['same_top10_order']:.0%}",
                     r["cutoff_decides_differently"],
                     f"{r['nothing_relevant_light']} / {r['nothing_relevant_graph']}",
+                    f"{r['offtopic_cut_light']} / {r['offtopic_cut_graph']} "
+                    f"({r['offtopic_questions']}), {r['offtopic_decides_differently']}",
                     f"{r['score_gap_median']:.4f} / {r['score_gap_max']:.4f}",
                 ]
                 for r in rows
