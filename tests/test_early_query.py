@@ -117,20 +117,36 @@ def e5_vault(vault, make_brain, make_settings):
 
 def test_a_one_shot_search_answers_from_the_childs_vector_as_from_its_own(e5_vault):
     indexer, settings = e5_vault
-    expected = indexer.search(QUESTION, explain=True)  # the model loaded in this process
+    with Brain(settings, one_shot=True) as alone:  # no child: the query embedded here
+        expected = alone.search(QUESTION, explain=True, light_query=True)
+        assert alone.strong.light_loaded
     with Brain(settings, one_shot=True) as one:
         before = _children()
         one.begin_query(QUESTION)
         assert len(_children() - before) == 1  # the child making the vector
         one.refresh_if_unwatched()
-        got = one.search(QUESTION, explain=True)
-        assert not one.strong.loaded  # the child's vector answered: no model loaded here
+        got = one.search(QUESTION, explain=True, light_query=True)
+        assert not one.strong.light_loaded  # the child's vector answered: nothing loaded here
         assert _children() == before  # and it is reaped
     assert got.vector_tier == expected.vector_tier == "strong"
     assert [(h.path, h.score, h.explain) for h in got.hits] == [
         (h.path, h.score, h.explain) for h in expected.hits
     ]
     assert got.hits[0].path == "de/Fahrrad.md"
+
+
+def test_a_cli_searchs_light_query_finds_what_an_mcp_searchs_graph_finds(e5_vault):
+    """A CLI search's e5 query vector comes from e5_query (numpy), an MCP search's from the
+    onnxruntime graph: int8's rounding apart, the same notes in the same order here, with
+    scores a rounding apart."""
+    indexer, _ = e5_vault
+    for question in (QUESTION, "Wann fahren wir ans Meer?", "tomatoes and sunlight"):
+        graph = indexer.search(question, mode="vector")
+        light = indexer.search(question, mode="vector", light_query=True)
+        assert [h.path for h in light.hits] == [h.path for h in graph.hits]
+        for a, b in zip(light.hits, graph.hits, strict=True):
+            assert abs(a.score - b.score) < 0.02
+    assert indexer.strong.light_loaded and indexer.strong.loaded  # both encoders
 
 
 def test_a_full_text_search_or_a_long_lived_brain_begins_no_child(e5_vault):
@@ -146,7 +162,9 @@ def test_a_full_text_search_or_a_long_lived_brain_begins_no_child(e5_vault):
         assert served.strong.loaded
 
 
-def test_the_instant_tier_alone_answers_from_its_childs_vector_too(vault, make_brain, make_settings):
+def test_the_instant_tier_alone_answers_from_its_childs_vector_too(
+    vault, make_brain, make_settings
+):
     model = str(shared_path("models", "minilm-static-256"))
     vault.write("en/Garden.md", "# Garden\n\nTomatoes need full sun and regular water.\n")
     vault.write("en/Bees.md", "# Bees\n\nThe hive is checked every week in spring.\n")
@@ -156,7 +174,7 @@ def test_the_instant_tier_alone_answers_from_its_childs_vector_too(vault, make_b
         before = _children()
         one.begin_query("sun for tomatoes")
         assert len(_children() - before) == 1
-        got = one.search("sun for tomatoes", explain=True)
+        got = one.search("sun for tomatoes", explain=True, light_query=True)  # as the CLI
         assert not one.embedder.loaded
         assert _children() == before
     assert got.vector_tier == expected.vector_tier == "instant"

@@ -152,7 +152,7 @@ def run(
     with open_brain(settings) as brain, typed_values():
         brain.begin_query(query, mode=mode)
         brain.refresh_if_unwatched(vectors=(mode or settings.search.mode) != "fts")
-        result = brain.search(query, **asked)
+        result = brain.search(query, light_query=True, **asked)
 
         def render(hits: list[Any], omitted: int) -> str:
             if json_out:

@@ -153,7 +153,7 @@ def _warm_up(brain: object, mode: str) -> None:
     """Load what a search needs now (the query model, the vectors, the index's pages), so
     the next CLI search finds them loaded."""
     try:
-        brain.search("warm", mode=mode)  # type: ignore[attr-defined]
+        brain.search("warm", mode=mode, light_query=True)  # type: ignore[attr-defined]
     except Exception as exc:  # noqa: BLE001 - the first real search says what is wrong
         log.warn("resident_warm_up_failed", error=type(exc).__name__)
 

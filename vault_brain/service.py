@@ -233,7 +233,10 @@ class Brain:
         until: str | None = None,
         explain: bool = False,
         min_score: float | None = None,
+        light_query: bool = False,
     ) -> SearchResult:
+        """`light_query`: the query's vectors by the light encoders (embed/base.py), as every
+        CLI search asks, in this process, a resident or a watcher: the same bytes from each."""
         s = self.settings.search
         mode = mode or s.mode
         if mode not in MODES:
@@ -245,7 +248,7 @@ class Brain:
         filters = self._filters(tags, folder, since, until)
         try:
             found = self.pipeline.run(
-                query, mode=mode, limit=limit, filters=filters, explain=explain
+                query, mode=mode, limit=limit, filters=filters, explain=explain, light=light_query
             )
         except IndexDamaged:
             # Rebuilt now where this process may index (then asked again), else by the
@@ -253,7 +256,7 @@ class Brain:
             if not self.indexer.damaged():
                 raise
             found = self.pipeline.run(
-                query, mode=mode, limit=limit, filters=filters, explain=explain
+                query, mode=mode, limit=limit, filters=filters, explain=explain, light=light_query
             )
         hits, below = found.hits, 0
         cut = s.min_score if min_score is None else min_score

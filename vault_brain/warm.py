@@ -510,7 +510,8 @@ def _reply(brain: Brain, fp: str, line: bytes | None, host: Host) -> dict[str, A
         with host.busy():  # only a search keeps a resident (status's info does not)
             if host.before_search is not None:
                 host.before_search(args.get("mode"))
-            result = brain.search(str(request.get("query", "")), **args)
+            # A CLI's search: the light query encoder, as the CLI's own process would.
+            result = brain.search(str(request.get("query", "")), light_query=True, **args)
     except VaultBrainError as exc:
         return {"ok": False, "refused": True, "error": exc.to_dict()}
     except Exception as exc:  # noqa: BLE001 - the CLI searches in-process and shows it

@@ -18,10 +18,13 @@ class Embedder(Protocol):
         ...
 
 
-def embed_queries(embedder: Embedder, texts: list[str]) -> np.ndarray:
+def embed_queries(embedder: Embedder, texts: list[str], *, light: bool = False) -> np.ndarray:
     """Vectors of search queries. Models trained with a query/passage asymmetry (e5's
-    "query: " prefix) give their `embed_queries`; symmetric ones embed queries as text."""
-    method = getattr(embedder, "embed_queries", None)
+    "query: " prefix) give their `embed_queries`; symmetric ones embed queries as text.
+    `light`: by the model's encoder that starts fastest, where it has one (e5's
+    `embed_light_queries`, what the CLI's searches use)."""
+    method = getattr(embedder, "embed_light_queries", None) if light else None
+    method = method or getattr(embedder, "embed_queries", None)
     return method(texts) if callable(method) else embedder.embed(texts)
 
 

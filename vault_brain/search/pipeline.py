@@ -42,11 +42,18 @@ class SearchPipeline:
         self._threads = LazyPool(4, "search-arm")  # Index.beside's arm thread
 
     def run(
-        self, query: str, *, mode: str, limit: int, filters: Filters, explain: bool = False
+        self,
+        query: str,
+        *,
+        mode: str,
+        limit: int,
+        filters: Filters,
+        explain: bool = False,
+        light: bool = False,
     ) -> Found:
         started = time.perf_counter()
         depth = max(self.settings.candidates, limit * 15)  # candidate chunks per arm
-        request = Request(query, filters, depth)
+        request = Request(query, filters, depth, light=light)
         with self.index.read() as reads:
             arms = [self.arms[name] for name in MODE_ARMS[mode]]
             if len(arms) > 1:

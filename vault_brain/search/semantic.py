@@ -108,13 +108,13 @@ class VectorArm:
 
     def early_wanted(self, reads: VectorSearch) -> list[Embedder]:
         """The in-process models, not loaded yet, of the tiers that will answer: a one-shot
-        search may have its query's vectors by them made early (begin_early)."""
+        CLI search may have its query's (light) vectors by them made early (begin_early)."""
         wanted = []
         for name in self.tiers(reads):
             embedder = self.strong if name == STRONG else self.embedder
             if embedder is None or getattr(embedder, "remote", False):
                 continue
-            if not getattr(embedder, "loaded", True):
+            if not getattr(embedder, "light_loaded", getattr(embedder, "loaded", True)):
                 wanted.append(embedder)
         return wanted if wanted and can_fork() else []
 
@@ -123,7 +123,7 @@ class VectorArm:
         (embed/early.py) for _embed to take; called outside any read of the index, before
         this process's own work on the search (the stat pass, the full-text arm)."""
         self.discard_early()
-        self._early = {e.name: EarlyQuery(e, query) for e in embedders}
+        self._early = {e.name: EarlyQuery(e, query, light=True) for e in embedders}
 
     def discard_early(self) -> None:
         early, self._early = self._early, {}
@@ -208,7 +208,7 @@ class VectorArm:
     ) -> ArmResult:
         embedder = ready.embedder
         try:
-            vector = self._embed(embedder, request.query, future)
+            vector = self._embed(embedder, request.query, future, light=request.light)
         except TimeoutError:  # concurrent.futures' TimeoutError is this one (3.11+)
             ready.backoff.failed()  # type: ignore[attr-defined]
             return self._aside("embedding endpoint too slow; full text only")
@@ -279,20 +279,23 @@ class VectorArm:
             bank = self._banks[embedder.name] = bank_matrix(embedder, self.cache)
         return bank
 
-    def _embed(self, embedder: Embedder, query: str, future: Future | None) -> np.ndarray:
-        """The query's vector: in this thread, or from a remote endpoint (begun already or
-        asked now) within a deadline."""
+    def _embed(
+        self, embedder: Embedder, query: str, future: Future | None, *, light: bool = False
+    ) -> np.ndarray:
+        """The query's vector (by the light encoder for a CLI search): in this thread, or
+        from a remote endpoint (begun already or asked now) within a deadline."""
         deadline = QUERY_DEADLINE_SECONDS
-        if future is None and (early := self._take_early(embedder, query)) is not None:
+        if future is None and light and (early := self._take_early(embedder, query)) is not None:
             return early
         if future is None:
             if not getattr(embedder, "remote", False):
-                load = getattr(embedder, "load", None)
+                load = getattr(embedder, "load_light" if light else "load", None)
+                load = load or getattr(embedder, "load", None)
                 if load is None:
-                    return embed_queries(embedder, [query])[0]
+                    return embed_queries(embedder, [query], light=light)[0]
                 load()  # the first load builds and checks the model: not a query's time
                 deadline = LOCAL_QUERY_DEADLINE_SECONDS
-            future = self._pool.submit(_query_vectors, embedder, [query])
+            future = self._pool.submit(_query_vectors, embedder, [query], light)
         return future.result(timeout=deadline)[0]
 
     def _aside(self, reason: str) -> ArmResult:
@@ -357,8 +360,8 @@ def _normalised(hits: list[NoteHit]) -> dict[int, tuple[int, float]]:
     }
 
 
-def _query_vectors(embedder: Embedder, texts: list[str]) -> np.ndarray:
+def _query_vectors(embedder: Embedder, texts: list[str], light: bool = False) -> np.ndarray:
     """In a pool thread: the request itself ends at the deadline too, so no thread is left
     waiting on a hung endpoint (a CLI process would wait for it at exit, 30 s)."""
     with waiting_at_most(QUERY_DEADLINE_SECONDS):
-        return embed_queries(embedder, texts)
+        return embed_queries(embedder, texts, light=light)

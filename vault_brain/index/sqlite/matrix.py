@@ -22,6 +22,14 @@ if TYPE_CHECKING:
 
 MAX_ROWS = 400_000
 MAD_TO_SIGMA = 1.4826  # a normal distribution's standard deviation from its MAD
+# Many questions at once (nearest_each): their product with this many rows at a time.
+BLOCK_ROWS = 4096
+# search()'s matrix-vector product gives a row the same float when it is asked of only the
+# SLICE_ROWS-row slice around it (slices from the first row; the last one takes the rest):
+# the BLAS kernel's arithmetic for a row depends on its place within a few rows only. With
+# one BLAS thread (vault_brain/__init__.py); checked on every row of cpp-docs' 34k.
+SLICE_ROWS = 256
+EPS32 = float(np.finfo(np.float32).eps) / 2  # float32's unit roundoff
 
 
 @dataclass(frozen=True)
@@ -108,6 +116,81 @@ class VectorMatrix:
             map(ChunkHit, snap.chunks[top].tolist(), snap.notes[top].tolist(), scores[top].tolist())
         )
         return VectorHits(hits, median, spread)
+
+    def nearest_each(
+        self, reads: Reads, model: str, vectors: np.ndarray, tier: str
+    ) -> list[ChunkHit | None] | None:
+        """Each row of `vectors`' nearest chunk as search(k=1, no filters, no noise) finds
+        it, for one matrix product of them all instead of a pass over every vector each:
+        the product names each row's candidates (the chunks its rounding cannot tell from
+        the best: a bound in the dimension), and search's own product over the slice of
+        rows around each candidate scores them again, so the chunk and its score are
+        search's to the bit. None when the KNN must answer."""
+        snap = self._current(reads, model, tier)
+        if snap.matrix is None:
+            return None
+        queries = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+        found: list[ChunkHit | None] = [None] * len(queries)
+        rows = len(snap.chunks)
+        if rows == 0 or len(queries) == 0:
+            return found
+        matrix = snap.matrix
+        # A float32 dot product of q and x, summed in any order, is within δ = γ·|q|·|x|
+        # of the exact one (γ = d·u/(1 − d·u)): the row search finds best scores at least
+        # the product's best − 4δ in the product. The margin is twice that.
+        width = matrix.shape[1]
+        gamma = width * EPS32 / (1.0 - width * EPS32)
+        longest = float(np.sqrt(np.einsum("ij,ij->i", matrix, matrix).max()))
+        margin = 8.0 * gamma * longest * np.linalg.norm(queries, axis=1)
+        best = np.full(len(queries), -np.inf, dtype=np.float32)
+        near_q, near_r, near_s = [], [], []
+        for start in range(0, rows, BLOCK_ROWS):
+            scores = queries @ matrix[start : start + BLOCK_ROWS].T
+            top = scores.max(axis=1)
+            np.maximum(best, top, out=best)
+            floor = (best - margin).astype(np.float32)
+            ask = np.flatnonzero(top >= floor)  # the questions with candidates in the block
+            q, r = np.nonzero(scores[ask] >= floor[ask, None])
+            near_q.append(ask[q])
+            near_r.append(r + start)
+            near_s.append(scores[ask[q], r])
+        q, r, s = np.concatenate(near_q), np.concatenate(near_r), np.concatenate(near_s)
+        alone = best <= 2.0 * margin  # no cosine above the rounding of 0: search answers
+        keep = (s >= (best - margin).astype(np.float32)[q]) & ~alone[q]
+        q, r = q[keep], r[keep]
+        # search()'s own scores of the candidates, a slice of rows for each question.
+        slices = max(1, rows // SLICE_ROWS)
+        pairs, inverse = np.unique(
+            q * slices + np.minimum(r // SLICE_ROWS, slices - 1), return_inverse=True
+        )
+        exact = np.empty(len(r), dtype=np.float32)
+        by_pair = np.argsort(inverse, kind="stable")
+        bounds = np.searchsorted(inverse[by_pair], np.arange(len(pairs) + 1))
+        for n, pair in enumerate(pairs.tolist()):
+            at = by_pair[bounds[n] : bounds[n + 1]]
+            query, part = divmod(pair, slices)
+            first = part * SLICE_ROWS
+            last = rows if part == slices - 1 else first + SLICE_ROWS
+            exact[at] = (matrix[first:last] @ queries[query])[r[at] - first]
+        # Each row's best candidate. Where two share its score, which of them search's
+        # selection takes is its partition's own affair (numpy's SIMD one picks neither the
+        # first nor the last): search answers that row alone, as it does the rows whose
+        # best cosine is within the rounding of 0 (a zero score is no match).
+        order = np.lexsort((r, -exact, q))
+        q, r, exact = q[order], r[order], exact[order]
+        heads = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
+        tied = np.zeros(len(queries), dtype=bool)
+        follows = heads + 1 < len(q)
+        at = heads[follows]
+        tied[q[at][(q[at + 1] == q[at]) & (exact[at + 1] == exact[at])]] = True
+        for i in heads.tolist():
+            found[int(q[i])] = ChunkHit(
+                int(snap.chunks[r[i]]), int(snap.notes[r[i]]), float(exact[i])
+            )
+        for i in np.flatnonzero(tied | alone).tolist():
+            hits = self.search(reads, model, queries[i], Filters(), 1, tier, noise=False)
+            found[i] = hits.hits[0] if hits is not None and hits.hits else None  # type: ignore[union-attr]
+        return found
 
     def nearest_notes(
         self, reads: Reads, model: str, note_rowid: int, k: int, tier: str

@@ -642,6 +642,26 @@ class Reads:
                 return found
         return VectorHits(self.knn_vectors(vector, filters, k, tier), 0.0, 0.0)
 
+    def nearest_chunk_each(
+        self, model: str, vectors: np.ndarray, *, tier: str = INSTANT
+    ) -> list[ChunkHit | None]:
+        """As nearest_chunks(k=1, no noise) would answer each row: where it asks the
+        in-memory matrix, one matrix product answers them all (index/sqlite/matrix.py);
+        in a one-shot process sqlite-vec answers each in turn, as there."""
+        if len(vectors) == 0:
+            return []
+        if self.vectors_model(tier) is None:
+            return [None] * len(vectors)
+        if self._owner is not None and not self._owner.one_shot:  # type: ignore[attr-defined]
+            matrix = self._owner.matrix_of(tier)  # type: ignore[attr-defined]
+            found = matrix.nearest_each(self, model, vectors, tier)
+            if found is not None:
+                return found
+        return [
+            (hits[0] if hits else None)
+            for hits in (self.knn_vectors(v, Filters(), 1, tier) for v in vectors)
+        ]
+
     def knn_vectors(
         self, vector: np.ndarray, filters: Filters, k: int, tier: str = INSTANT
     ) -> list[ChunkHit]:
