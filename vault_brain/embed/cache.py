@@ -32,7 +32,7 @@ class ModelCache:
         path = self.folder / name
         return path if path.is_file() else None
 
-    def keep(self, name: str, data: bytes, *, replaces: str = "") -> None:
+    def keep(self, name: str, data: bytes | memoryview, *, replaces: str = "") -> None:
         """Write `name` (temp file, then rename) and remove the older files it replaces
         (a glob, e.g. "e5-graph-*.onnx")."""
         path = self.folder / name

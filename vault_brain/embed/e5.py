@@ -124,7 +124,7 @@ class Cache(Protocol):
 
     def find(self, name: str) -> Path | None: ...
 
-    def keep(self, name: str, data: bytes, *, replaces: str = "") -> None: ...
+    def keep(self, name: str, data: bytes | memoryview, *, replaces: str = "") -> None: ...
 
     def drop(self, name: str) -> None: ...
 
@@ -296,7 +296,7 @@ class E5Embedder:
             if kept is not None:
                 try:
                     identity = _file_identity(kept)
-                    flat = np.memmap(kept, dtype=np.float32, mode="r")
+                    flat = np.memmap(kept, dtype="<f4", mode="r")
                     encoder = QueryEncoder(weights, flat)
                     checked = _checked_stamp(cache, name)  # type: ignore[arg-type]
                     if checked is not None and checked[0] == identity:
@@ -315,15 +315,15 @@ class E5Embedder:
             data = flat_weights(weights)
         except WeightsError as exc:
             raise Unavailable(f"cannot read the e5 weights: {exc}") from exc
-        encoder = QueryEncoder(weights, np.frombuffer(data, dtype=np.float32))
+        encoder = QueryEncoder(weights, data)
         agreement = _encoder_agreement(encoder)
-        if agreement < MIN_AGREEMENT or len(data) != flat_size(weights):
+        if agreement < MIN_AGREEMENT or data.nbytes != flat_size(weights):
             raise Unavailable(
                 f"the e5 query encoder disagrees with the reference ({agreement:.4f})"
             )
         if cache is not None and name:
             cache.drop(name + CHECKED)
-            cache.keep(name, data, replaces=f"{QUERY_PREFIX}*.f32")
+            cache.keep(name, memoryview(data).cast("B"), replaces=f"{QUERY_PREFIX}*.f32")
             _stamp_if_written(cache, name, data, agreement)
         return self._queries_ready(tokenizer, encoder, agreement, started)
 
@@ -633,17 +633,22 @@ def _agreement(session: Any, word_blocks: np.ndarray, reference: Reference) -> f
     return float(cosines.min())
 
 
-def _stamp_if_written(cache: Cache, name: str, data: bytes, agreement: float) -> None:
+def _stamp_if_written(cache: Cache, name: str, data: np.ndarray, agreement: float) -> None:
     """Stamp a kept file as checked when its bytes on disk are the ones checked in memory
-    (read back between two looks at its identity: a file replaced meanwhile is not
-    stamped), so the next process maps it without checking it again (~0.2 s)."""
+    (read back in blocks between two looks at its identity: a file replaced meanwhile is
+    not stamped), so the next process maps it without checking it again (~0.2 s)."""
     found = cache.find(name)
     if found is None:
         return
+    view = memoryview(data).cast("B")
     try:
         before = _file_identity(found)
-        same = found.read_bytes() == data
-        if same and _file_identity(found) == before:
+        with open(found, "rb") as fh:
+            at, same = 0, True
+            while same and (block := fh.read(1 << 23)):
+                same = block == view[at : at + len(block)]
+                at += len(block)
+        if same and at == len(view) and _file_identity(found) == before:
             _stamp_checked(cache, name, before, agreement)
     except OSError:
         pass

@@ -67,14 +67,16 @@ def flat_size(weights: E5Weights) -> int:
     return 4 * (at + math.prod(shape))
 
 
-def flat_weights(weights: E5Weights) -> bytes:
-    """The int8 graph's weights as one float32 file: per layer and matrix, its codes
-    [n_in, n_out], each output channel's scale, and the column sums the zero-point
-    correction takes (code sums times scale), exactly as e5_graph computes them."""
+def flat_weights(weights: E5Weights) -> np.ndarray:
+    """The int8 graph's weights as one float32 array, the kept file's bytes: per layer and
+    matrix, its codes [n_in, n_out], each output channel's scale, and the column sums the
+    zero-point correction takes (code sums times scale), exactly as e5_graph computes them.
+    Filled in place, one matrix at a time (85 MB, no second copy)."""
     from vault_brain.embed.e5_graph import _int8_per_channel
 
     h = weights.header
-    parts: list[np.ndarray] = []
+    out = np.empty(flat_size(weights) // 4, dtype="<f4")
+    places = {key: (at, math.prod(shape)) for key, at, shape in _layout(weights)}
     for layer in range(h.layers):
         p = f"l{layer}."
         blocks = {
@@ -88,17 +90,19 @@ def flat_weights(weights: E5Weights) -> bytes:
         for m in _MATRICES:
             codes, scale = _int8_per_channel(dequantise(blocks[m]))
             sums = (codes.astype(np.float32).sum(axis=0) * scale).astype(np.float32)
-            parts += [codes.astype(np.float32).ravel(), scale, sums]
-    return np.concatenate(parts).astype("<f4").tobytes()
+            for part, values in (("codes", codes), ("scale", scale), ("sums", sums)):
+                at, size = places[f"l{layer}.{m}.{part}"]
+                out[at : at + size] = values.ravel()
+    return out
 
 
 class QueryEncoder:
-    """The encoder over `flat` (flat_weights' bytes, usually a read-only mapping of the
+    """The encoder over `flat` (flat_weights' array, or a read-only mapping of the
     kept file) and the 4-bit file's vectors and norms. `pooled(ids)` gives what the graph's
     output `pooled` gives: the unnormalised mean of the last hidden states."""
 
     def __init__(self, weights: E5Weights, flat: np.ndarray) -> None:
-        if flat.dtype != np.float32 or 4 * flat.size != flat_size(weights):
+        if flat.dtype != np.dtype("<f4") or 4 * flat.size != flat_size(weights):
             raise ValueError("the flat weights do not fit this model")
         h = weights.header
         self.header = h
