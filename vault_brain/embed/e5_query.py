@@ -33,14 +33,12 @@ import numpy as np
 
 from vault_brain.embed.e5_weights import E5Weights, dequantise
 
-# The 4-bit file's matrices a layer holds, as (name, rows out, rows in) of the model's
-# header: "qkv" is q, k and v stacked, as the graph fuses them.
-_MATRICES = ("qkv", "ao", "fi", "fo")
 _SPLIT = 384  # terms per float32 partial sum: 384 · 128 · 127 < 2^24
 
 
 def _shapes(weights: E5Weights) -> dict[str, tuple[int, int]]:
-    """(n_in, n_out) of each matrix of a layer."""
+    """(n_in, n_out) of each matrix of a layer ("qkv": q, k and v stacked, as the graph
+    fuses them)."""
     h = weights.header
     return {
         "qkv": (h.hidden, 3 * h.hidden),
@@ -62,9 +60,10 @@ def _layout(weights: E5Weights) -> list[tuple[str, int, tuple[int, ...]]]:
 
 
 def flat_size(weights: E5Weights) -> int:
-    """Bytes of the flat file for these weights."""
-    key, at, shape = _layout(weights)[-1]
-    return 4 * (at + math.prod(shape))
+    """Bytes of the flat file for these weights: per layer, each matrix's codes, scales and
+    column sums."""
+    per_layer = sum(n_in * n_out + 2 * n_out for n_in, n_out in _shapes(weights).values())
+    return 4 * weights.header.layers * per_layer
 
 
 def flat_weights(weights: E5Weights) -> np.ndarray:
@@ -87,8 +86,8 @@ def flat_weights(weights: E5Weights) -> np.ndarray:
             "fi": weights.q4(f"{p}fi.w", h.ffn, h.hidden),
             "fo": weights.q4(f"{p}fo.w", h.hidden, h.ffn),
         }
-        for m in _MATRICES:
-            codes, scale = _int8_per_channel(dequantise(blocks[m]))
+        for m, matrix in blocks.items():
+            codes, scale = _int8_per_channel(dequantise(matrix))
             sums = (codes.astype(np.float32).sum(axis=0) * scale).astype(np.float32)
             for part, values in (("codes", codes), ("scale", scale), ("sums", sums)):
                 at, size = places[f"l{layer}.{m}.{part}"]

@@ -289,8 +289,9 @@ class VectorArm:
             return early
         if future is None:
             if not getattr(embedder, "remote", False):
-                load = getattr(embedder, "load_light" if light else "load", None)
-                load = load or getattr(embedder, "load", None)
+                load = (light and getattr(embedder, "load_light", None)) or getattr(
+                    embedder, "load", None
+                )
                 if load is None:
                     return embed_queries(embedder, [query], light=light)[0]
                 load()  # the first load builds and checks the model: not a query's time
