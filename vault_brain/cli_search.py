@@ -150,7 +150,9 @@ def run(
         _print_search(warm, warm.hits, 0, cut, None, json_out, explain)
         return
     with open_brain(settings) as brain, typed_values():
-        brain.begin_query(query, mode=mode)
+        brain.begin_query(
+            query, mode=mode, limit=limit, tags=tag or (), folder=folder, since=since, until=until
+        )
         brain.refresh_if_unwatched(vectors=(mode or settings.search.mode) != "fts")
         result = brain.search(query, light_query=True, **asked)
 

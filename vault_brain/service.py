@@ -211,17 +211,37 @@ class Brain:
         except Exception as exc:  # noqa: BLE001 - a search says what is wrong, later
             log.warn("query_models_not_kept", error=str(exc)[:200])
 
-    def begin_query(self, query: str, *, mode: str | None = None) -> None:
-        """A one-shot search's first step: where a second core can run the start of the
-        in-process models whose tiers will answer, the query's vectors are begun in forked
-        processes now, beside this one's stat pass and full-text arm
-        (vault_brain/embed/early.py)."""
+    def begin_query(
+        self,
+        query: str,
+        *,
+        mode: str | None = None,
+        limit: int | None = None,
+        tags: Sequence[str] = (),
+        folder: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> None:
+        """A one-shot search's first step, with the arguments `search(light_query=True)`
+        will get: where a second core can run it and the vector arm's in-process models
+        are not loaded here, the arm's whole answer is begun in a forked process now
+        (search/semantic.py begin_early), beside this one's stat pass and full-text arm;
+        the search takes it when the index did not change meanwhile."""
         if not self.one_shot or (mode or self.settings.search.mode) == "fts":
             return
+        if not query or not query.strip():
+            return
+        try:
+            filters = self._filters(tags, folder, since, until)
+        except (InvalidInput, NotFound):
+            return  # the search says what is wrong
+        request = self.pipeline.request(
+            query, limit=limit or self.settings.search.limit, filters=filters, light=True
+        )
         with self.index.read() as reads:
             wanted = self._vector_arm.early_wanted(reads)
         if wanted:
-            self._vector_arm.begin_early(query, wanted)
+            self._vector_arm.begin_early(self.index, request)
 
     def refresh_if_unwatched(self, *, vectors: bool = True) -> bool:
         """When no watcher or server indexes this vault, bring the index in step now (and
