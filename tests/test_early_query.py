@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import shared_path
 from tests.test_cli import REPO, run
+from tests.waiting import wait_until
 from vault_brain.embed.early import Early, EarlyFailed, can_fork
 from vault_brain.service import Brain
 
@@ -65,7 +66,7 @@ def test_the_childs_answer_comes_back_whole():
     early = Early(lambda: answer)
     pid = early.pid
     assert early.result() == answer
-    assert _reaped(pid)
+    wait_until(lambda: _reaped(pid), "the child reaped (by a thread: no wait for its end)")
 
 
 def test_a_child_without_an_answer_gives_early_failed_and_is_reaped():
@@ -73,7 +74,7 @@ def test_a_child_without_an_answer_gives_early_failed_and_is_reaped():
     pid = early.pid
     with pytest.raises(EarlyFailed):
         early.result()
-    assert _reaped(pid)
+    wait_until(lambda: _reaped(pid), "the child reaped")
     with pytest.raises(EarlyFailed):  # asked twice: no second read of a closed pipe
         early.result()
 
@@ -116,7 +117,7 @@ def test_a_one_shot_search_answers_from_the_childs_arm_as_from_its_own(e5_vault)
         one.refresh_if_unwatched()
         got = one.search(QUESTION, explain=True, light_query=True)
         assert not one.strong.light_loaded  # the child's arm answered: nothing loaded here
-        assert _children() == before  # and it is reaped
+        wait_until(lambda: _children() == before, "the child reaped")
     assert got.vector_tier == expected.vector_tier == "strong"
     assert [(h.path, h.score, h.explain) for h in got.hits] == [
         (h.path, h.score, h.explain) for h in expected.hits
@@ -136,7 +137,7 @@ def test_a_killed_child_leaves_the_arm_to_this_process(e5_vault):
         one.refresh_if_unwatched()
         got = one.search(QUESTION, explain=True, light_query=True)
         assert one.strong.light_loaded  # embedded here instead
-        assert _children() == before
+        wait_until(lambda: _children() == before, "the child reaped")
     assert [(h.path, h.score, h.explain) for h in got.hits] == [
         (h.path, h.score, h.explain) for h in expected.hits
     ]
@@ -153,7 +154,7 @@ def test_a_child_whose_index_changed_meanwhile_gives_only_its_vector(e5_vault, v
         assert one.refresh_if_unwatched()
         got = one.search(QUESTION, explain=True, light_query=True)
         assert not one.strong.light_loaded  # the child's vector, this process's KNN
-        assert _children() == before
+        wait_until(lambda: _children() == before, "the child reaped")
     with Brain(settings, one_shot=True) as alone:  # the index as it is now, all here
         expected = alone.search(QUESTION, explain=True, light_query=True)
     assert "de/Kette.md" in [h.path for h in got.hits]
@@ -204,7 +205,7 @@ def test_the_instant_tier_alone_answers_from_its_childs_vector_too(
         one.refresh_if_unwatched()
         got = one.search("sun for tomatoes", explain=True, light_query=True)  # as the CLI
         assert not one.embedder.loaded
-        assert _children() == before
+        wait_until(lambda: _children() == before, "the child reaped")
     assert got.vector_tier == expected.vector_tier == "instant"
     assert [(h.path, h.score, h.explain) for h in got.hits] == [
         (h.path, h.score, h.explain) for h in expected.hits
