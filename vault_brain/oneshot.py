@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from vault_brain.config import is_server_url
 from vault_brain.embed.early import Early, can_fork
 
 if TYPE_CHECKING:
@@ -30,6 +31,8 @@ def begin(settings: Settings, mode: str | None) -> Early | None:
     """The child, when a search in this mode may use one (a vector arm of in-process
     models, a second core); the caller hands it to Brain.begin_query, or discards it."""
     if (mode or settings.search.mode) == "fts" or settings.embed.provider != "local":
+        return None
+    if is_server_url(settings.index_location):  # a server's index: no reader for a child
         return None
     if not can_fork():
         return None
