@@ -22,7 +22,7 @@ from vault_brain.index.hashes import iso_utc
 from vault_brain.index.links import link_keys
 from vault_brain.index.port import Index, SyncWrites, Writes
 from vault_brain.index.records import INSTANT, ChunkRow, StoredStat
-from vault_brain.vault.scan import FileStat, is_ignored, scan_vault
+from vault_brain.vault.scan import FileStat, ScanResult, is_ignored, scan_vault
 
 if TYPE_CHECKING:
     import numpy as np
@@ -111,21 +111,27 @@ class Syncer:
         full: bool = False,
         progress: Progress | None = None,
         stop: threading.Event | None = None,
+        scan: ScanResult | None = None,
     ) -> SyncReport:
         """Every file of the vault against the index. `stop`, once set, ends the pass after
         the batch being stored: what is stored stays (with its links), the next pass picks
-        up the rest, since an unstored file still differs from the index."""
+        up the rest, since an unstored file still differs from the index. `scan`: the
+        vault's scan made for this pass since it was asked for (a one-shot search's, begun
+        in a child: vault_brain/ahead.py), else the pass scans now."""
         started = time.perf_counter()
         v = self.settings.vault
         if progress is not None:
             progress(SyncProgress("scan", 0, 0))
-        scan = scan_vault(self.root, v.ignore, v.max_file_bytes, follow_outside=v.follow_outside)
+        if scan is None:
+            scan = scan_vault(
+                self.root, v.ignore, v.max_file_bytes, follow_outside=v.follow_outside
+            )
         for path, reason in scan.skipped:
             log.warn("file_skipped", path=path, reason=reason)
         for folder in scan.unreadable_dirs:
             log.warn("folder_unreadable", path=folder)
         if progress is not None:
-            progress(SyncProgress("scan", len(scan.files), len(scan.files)))
+            progress(SyncProgress("scan", len(scan.rows), len(scan.rows)))
         languages = self.settings.text.languages
         with self.index.read() as r:
             reanalyse = text.analyzer_changed(r, languages)  # another analyser: every note
@@ -139,10 +145,10 @@ class Syncer:
                     text.mark_analyzed(w, languages)
         with self.index.read() as r:
             interrupted = bool(r.get_meta(LINKS_PENDING))
-            if not (full or reanalyse or interrupted) and r.note_stats() == scan.files:
+            if not (full or reanalyse or interrupted) and r.note_stats() == scan.rows:
                 # The vault as stored (the common pass: a one-shot search's refresh, a
                 # watcher's start): one list compared in C, no stat made per note.
-                n = len(scan.files)
+                n = len(scan.rows)
                 report = SyncReport(scanned=n, unchanged=n, skipped=len(scan.skipped))
                 report.ms = round((time.perf_counter() - started) * 1000, 1)
                 return report
@@ -156,7 +162,7 @@ class Syncer:
         report = self._apply(
             {f.path: f for f in scan.files}, indexed, scan.unreadable_dirs, full, progress, stop
         )
-        report.scanned = len(scan.files)
+        report.scanned = len(scan.rows)
         report.skipped += len(scan.skipped)
         report.ms = round((time.perf_counter() - started) * 1000, 1)
         return report
