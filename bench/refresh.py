@@ -14,7 +14,10 @@ are compared (the same bytes).
 
     .venv/bin/python -m bench.refresh --vault /tmp/x/cpp-docs --cache-home /tmp/x/home/cache \\
         --code base=/work/wt/x-base --code new=. [--mode fts|hybrid] [--rounds 15] \\
-        [--qmd <qmd> --node-bin <node 22 bin> --qmd-env NAME=VALUE] [--json-out f]
+        [--qmd <qmd> --node-bin <node 22 bin> --qmd-env NAME=VALUE] [--both-ways] [--json-out f]
+
+`--both-ways`: a checkout that begins the stat pass in a forked child when a core looks spare
+(vault_brain/ahead.py) runs twice a round, told a core is spare and told none is.
 
 Linux or macOS (wait4). CPU time is the steadier figure on a shared machine; the 1-minute
 load average is recorded after every round.
@@ -39,9 +42,15 @@ from bench.common import machine, markdown_table, write_json  # noqa: E402
 
 QUERY = "lambda capture by reference"
 
-# The CLI's own entry (the executable's), with the checkout on PYTHONPATH.
+# The CLI's own entry (the executable's), with the checkout on PYTHONPATH; where the
+# checkout begins the stat pass in a child when a core looks spare (vault_brain/ahead.py),
+# BENCH_SPARE_CORE=1/0 tells it one is or is not, whatever the load average says.
 SEARCH = r"""
-import sys
+import os, sys
+spare = os.environ.get("BENCH_SPARE_CORE")
+if spare is not None:
+    from vault_brain import ahead
+    ahead.spare_core = (lambda: True) if spare == "1" else (lambda: False)
 sys.argv = ["vault-brain", *sys.argv[1:]]
 from vault_brain import entry
 getattr(entry, "command", entry.main)()
@@ -113,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--qmd", default=None, help="qmd's executable")
     parser.add_argument("--node-bin", default=None, help="the folder of Node 22 for qmd")
     parser.add_argument("--qmd-env", action="append", default=[], help="NAME=VALUE for qmd")
+    parser.add_argument("--both-ways", action="store_true", help="spare core told yes and no")
     parser.add_argument("--json-out")
     args = parser.parse_args(argv)
     vault = str(Path(args.vault).resolve())
@@ -128,7 +138,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         if args.config_home:
             env["XDG_CONFIG_HOME"] = args.config_home
-        codes[label] = (code, env)
+        if args.both_ways and Path(code, "vault_brain", "ahead.py").is_file():
+            codes[f"{label}, child"] = (code, dict(env, BENCH_SPARE_CORE="1"))
+            codes[f"{label}, no child"] = (code, dict(env, BENCH_SPARE_CORE="0"))
+        else:
+            codes[label] = (code, env)
     words = ["search", args.query, "--json", "--vault", vault]
     if args.mode == "fts":
         words += ["--mode", "fts"]

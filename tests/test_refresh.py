@@ -128,8 +128,8 @@ def test_a_scan_begun_ahead_is_the_scan_made_here(vault, make_settings):
         vault.write(rel, "# x\n")
     os.symlink(vault.root / "missing", vault.root / "dangling.md")
     settings = make_settings()
-    begun = ahead.begin(settings)
-    assert begun is not None and begun.for_settings(settings)
+    begun = ahead.ScanAhead(settings)
+    assert begun.for_settings(settings)
     got = begun.result()
     here = scan_vault(vault.root)
     assert got is not None
@@ -147,15 +147,14 @@ def test_a_scan_begun_ahead_is_the_scan_made_here(vault, make_settings):
 def test_a_scan_begun_ahead_of_a_vault_that_cannot_be_listed_gives_none(vault, make_settings):
     settings = make_settings()
     vault.root.rename(vault.root.with_name("elsewhere"))
-    begun = ahead.begin(settings)
-    assert begun is not None
+    begun = ahead.ScanAhead(settings)
     assert begun.result() is None  # the pass then scans here and says what is wrong
 
 
 @needs_fork
 def test_a_scan_begun_ahead_is_used_only_for_the_same_rules(vault, make_settings):
     vault.write("a.md", "# a\n")
-    begun = ahead.begin(make_settings())
+    begun = ahead.ScanAhead(make_settings())
     assert not begun.for_settings(make_settings(vault={"ignore": ["a.md"]}))
     begun.discard()
     with pytest.raises(ChildProcessError):
@@ -172,7 +171,7 @@ def test_a_refresh_with_a_scan_begun_ahead_sees_every_change_made_before(vault, 
     vault.write("a.md", "# Alpha\n\nAn ibis.\n")
     vault.remove("b.md")
     vault.write("c/new.md", "# New\n\nA crane.\n")
-    begun = ahead.begin(settings)
+    begun = ahead.ScanAhead(settings)
     with Brain(settings, one_shot=True) as brain:
         assert brain.refresh_if_unwatched(vectors=False, ahead=begun)
         hits = {

@@ -379,8 +379,7 @@ class Indexer:
                 return False
             try:
                 if ahead is not None and ahead.for_settings(self.settings):
-                    scan = ahead.result()
-                    ahead = None
+                    scan, ahead = ahead.result, None
                 self._full_pass(scan=scan)
                 if vectors:
                     # A read waits for a remote model as long as a query embedding does.
@@ -406,10 +405,10 @@ class Indexer:
         full: bool = False,
         progress: Progress | None = None,
         stop: threading.Event | None = None,
-        scan: ScanResult | None = None,
+        scan: Callable[[], ScanResult | None] | None = None,
     ) -> SyncReport:
         """A stat pass over the whole vault (the caller holds the indexer lock; `scan`: the
-        vault's scan made for it, else it scans). A vault's
+        vault's scan begun for it, else it scans). A vault's
         first pass publishes its progress from its first moment, whatever its size, and
         the first pass that completes (and each full one) records when (INDEXED_AT): until
         one has, answers are partial and say so."""
