@@ -4,21 +4,18 @@ in alternated rounds:
 
 1. the whole first search (`search --mode fts`, or `--mode hybrid`), beside qmd's `search`
    when given: wall time and CPU seconds (user + system of the process and the children it
-   reaped: the stat pass a checkout may begin in a forked child is counted), and of it the
-   process's own (without its children: its critical path where a core is free);
-2. the pass alone in a process that has opened its Brain (`Brain.refresh_if_unwatched`, no
-   pass begun ahead) and its parts: the scan (vault/scan.py) in CPU ms, of it the kernel's
-   (system time), the index's known rows read and compared.
+   reaped: a query vector a checkout makes in a forked child is counted), and of it the
+   process's own (without its children);
+2. the pass alone in a process that has opened its Brain (`Brain.refresh_if_unwatched`) and
+   its parts: the scan (vault/scan.py) in CPU ms, of it the kernel's (system time), the
+   index's known rows read and compared.
 
 Every process searches an unchanged vault (the common case); the answers of every checkout
 are compared (the same bytes).
 
     .venv/bin/python -m bench.refresh --vault /tmp/x/cpp-docs --cache-home /tmp/x/home/cache \\
         --code base=/work/wt/x-base --code new=. [--mode fts|hybrid] [--rounds 15] \\
-        [--qmd <qmd> --node-bin <node 22 bin> --qmd-env NAME=VALUE] [--both-ways] [--json-out f]
-
-`--both-ways`: a checkout that begins the stat pass in a forked child when a core looks spare
-(vault_brain/ahead.py) runs twice a round, told a core is spare and told none is.
+        [--qmd <qmd> --node-bin <node 22 bin> --qmd-env NAME=VALUE] [--json-out f]
 
 Linux or macOS (wait4). CPU time is the steadier figure on a shared machine; the 1-minute
 load average is recorded after every round.
@@ -43,15 +40,9 @@ from bench.common import machine, markdown_table, write_json  # noqa: E402
 
 QUERY = "lambda capture by reference"
 
-# The CLI's own entry (the executable's), with the checkout on PYTHONPATH; where the
-# checkout begins the stat pass in a child when a core looks spare (vault_brain/ahead.py),
-# BENCH_SPARE_CORE=1/0 tells it one is or is not, whatever the load average says.
+# The CLI's own entry (the executable's), with the checkout on PYTHONPATH.
 SEARCH = r"""
-import os, sys
-spare = os.environ.get("BENCH_SPARE_CORE")
-if spare is not None:
-    from vault_brain import ahead
-    ahead.spare_core = (lambda: True) if spare == "1" else (lambda: False)
+import sys
 sys.argv = ["vault-brain", *sys.argv[1:]]
 from vault_brain import entry
 end = entry._end_now
@@ -66,6 +57,7 @@ getattr(entry, "command", entry.main)()
 
 # The pass alone, and its parts, in a process that opened its Brain first (JSON on stdout);
 # the parts in a second Brain, whose reads do not find the rows the pass read remembered.
+# The scan measured there is the process's second (its first is the pass's).
 PASS = r"""
 import gc, json, resource, sys, time
 gc.disable()  # as a plain search runs (vault_brain/entry.py)
@@ -137,7 +129,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--qmd", default=None, help="qmd's executable")
     parser.add_argument("--node-bin", default=None, help="the folder of Node 22 for qmd")
     parser.add_argument("--qmd-env", action="append", default=[], help="NAME=VALUE for qmd")
-    parser.add_argument("--both-ways", action="store_true", help="spare core told yes and no")
     parser.add_argument("--json-out")
     args = parser.parse_args(argv)
     vault = str(Path(args.vault).resolve())
@@ -153,11 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         if args.config_home:
             env["XDG_CONFIG_HOME"] = args.config_home
-        if args.both_ways and Path(code, "vault_brain", "ahead.py").is_file():
-            codes[f"{label}, child"] = (code, dict(env, BENCH_SPARE_CORE="1"))
-            codes[f"{label}, no child"] = (code, dict(env, BENCH_SPARE_CORE="0"))
-        else:
-            codes[label] = (code, env)
+        codes[label] = (code, env)
     words = ["search", args.query, "--json", "--vault", vault]
     if args.mode == "fts":
         words += ["--mode", "fts"]

@@ -13,10 +13,6 @@ import time
 
 import pytest
 
-from vault_brain import ahead
-from vault_brain.service import Brain
-from vault_brain.vault.scan import scan_vault
-
 ENV = {"VAULT_BRAIN_EMBED_PROVIDER": "none", "VAULT_BRAIN_SEARCH_KEEP_WARM": "0"}
 
 
@@ -115,67 +111,3 @@ def test_every_change_of_one_pass_is_found_at_once(indexed):
     paths = found(indexed, "plain")
     assert "a/deep/n2.md" not in paths and "b/n1.md" not in paths
     assert "b/renamed.md" in paths
-
-
-# --- the stat pass begun ahead, in a forked child (vault_brain/ahead.py) ------------------
-
-needs_fork = pytest.mark.skipif(not ahead.can_fork(), reason="no fork without exec, or one core")
-
-
-@needs_fork
-def test_a_scan_begun_ahead_is_the_scan_made_here(vault, make_settings):
-    for rel in ("a.md", "f/b.md", "f/g/c.md", "skip.txt"):
-        vault.write(rel, "# x\n")
-    os.symlink(vault.root / "missing", vault.root / "dangling.md")
-    settings = make_settings()
-    begun = ahead.ScanAhead(settings)
-    assert begun.for_settings(settings)
-    got = begun.result()
-    here = scan_vault(vault.root)
-    assert got is not None
-    assert (got.rows, got.unreadable_dirs, got.skipped) == (
-        here.rows,
-        here.unreadable_dirs,
-        here.skipped,
-    )
-    assert got.files == here.files
-    with pytest.raises(ChildProcessError):
-        os.waitpid(begun.pid, os.WNOHANG)  # the child is reaped
-
-
-@needs_fork
-def test_a_scan_begun_ahead_of_a_vault_that_cannot_be_listed_gives_none(vault, make_settings):
-    settings = make_settings()
-    vault.root.rename(vault.root.with_name("elsewhere"))
-    begun = ahead.ScanAhead(settings)
-    assert begun.result() is None  # the pass then scans here and says what is wrong
-
-
-@needs_fork
-def test_a_scan_begun_ahead_is_used_only_for_the_same_rules(vault, make_settings):
-    vault.write("a.md", "# a\n")
-    begun = ahead.ScanAhead(make_settings())
-    assert not begun.for_settings(make_settings(vault={"ignore": ["a.md"]}))
-    begun.discard()
-    with pytest.raises(ChildProcessError):
-        os.waitpid(begun.pid, os.WNOHANG)
-
-
-@needs_fork
-def test_a_refresh_with_a_scan_begun_ahead_sees_every_change_made_before(vault, make_settings):
-    vault.write("a.md", "# Alpha\n\nA heron.\n")
-    vault.write("b.md", "# Beta\n\nA stork.\n")
-    settings = make_settings()
-    with Brain(settings, one_shot=True) as brain:
-        brain.sync()
-    vault.write("a.md", "# Alpha\n\nAn ibis.\n")
-    vault.remove("b.md")
-    vault.write("c/new.md", "# New\n\nA crane.\n")
-    begun = ahead.ScanAhead(settings)
-    with Brain(settings, one_shot=True) as brain:
-        assert brain.refresh_if_unwatched(vectors=False, ahead=begun)
-        hits = {
-            q: [h.path for h in brain.search(q, mode="fts").hits]
-            for q in ("ibis", "stork", "crane")
-        }
-    assert hits == {"ibis": ["a.md"], "stork": [], "crane": ["c/new.md"]}

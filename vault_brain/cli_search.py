@@ -149,12 +149,9 @@ def run(
     if warm is not None:  # a watcher or server answered: no index or model loaded here
         _print_search(warm, warm.hits, 0, cut, None, json_out, explain)
         return
-    from vault_brain import ahead as scan_ahead
-
-    ahead = scan_ahead.begin(settings)  # the stat pass, on another core while the rest loads
     with open_brain(settings) as brain, typed_values():
         brain.begin_query(query, mode=mode)
-        brain.refresh_if_unwatched(vectors=(mode or settings.search.mode) != "fts", ahead=ahead)
+        brain.refresh_if_unwatched(vectors=(mode or settings.search.mode) != "fts")
         result = brain.search(query, light_query=True, **asked)
 
         def render(hits: list[Any], omitted: int) -> str:

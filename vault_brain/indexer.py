@@ -42,9 +42,7 @@ from vault_brain.index.sync import Progress, Syncer, SyncProgress, SyncReport
 from vault_brain.records import Indexing
 
 if TYPE_CHECKING:
-    from vault_brain.ahead import ScanAhead
     from vault_brain.summarize.llm import Summarizer
-    from vault_brain.vault.scan import ScanResult
     from vault_brain.watch import Watcher, WatchStats
 
 BACKOFF_START, BACKOFF_CAP = 30.0, 900.0
@@ -356,19 +354,12 @@ class Indexer:
             return
         self.catch_up_if_unwatched(vectors=False)
 
-    def catch_up_if_unwatched(
-        self, *, vectors: bool = True, ahead: ScanAhead | None = None
-    ) -> bool:
+    def catch_up_if_unwatched(self, *, vectors: bool = True) -> bool:
         """When no process holds the indexer lock, take it for one pass (files, then
         vectors). Returns True when it did; False at once when a pass is already running
-        here or another process indexes the vault (a read never waits for a pass).
-        `ahead`: the vault's stat pass begun before (vault_brain/ahead.py), which the pass
-        compares with the index instead of scanning again (discarded when there is none)."""
+        here or another process indexes the vault (a read never waits for a pass)."""
         if self.live or not self._pass_lock.acquire(blocking=False):
-            if ahead is not None:
-                ahead.discard()
             return False
-        scan = None
         try:
             if self.lock.held:
                 return False
@@ -378,9 +369,7 @@ class Indexer:
             except Unavailable:
                 return False
             try:
-                if ahead is not None and ahead.for_settings(self.settings):
-                    scan, ahead = ahead.result, None
-                self._full_pass(scan=scan)
+                self._full_pass()
                 if vectors:
                     # A read waits for a remote model as long as a query embedding does.
                     with waiting_at_most(READ_WAIT_SECONDS):
@@ -395,8 +384,6 @@ class Indexer:
                 self.lock.release()
             return True
         finally:
-            if ahead is not None:
-                ahead.discard()
             self._pass_lock.release()
 
     def _full_pass(
@@ -405,10 +392,8 @@ class Indexer:
         full: bool = False,
         progress: Progress | None = None,
         stop: threading.Event | None = None,
-        scan: Callable[[], ScanResult | None] | None = None,
     ) -> SyncReport:
-        """A stat pass over the whole vault (the caller holds the indexer lock; `scan`: the
-        vault's scan begun for it, else it scans). A vault's
+        """A stat pass over the whole vault (the caller holds the indexer lock). A vault's
         first pass publishes its progress from its first moment, whatever its size, and
         the first pass that completes (and each full one) records when (INDEXED_AT): until
         one has, answers are partial and say so."""
@@ -417,7 +402,7 @@ class Indexer:
             self._publish_progress(Indexing(0, 0))  # counting the files
         try:
             report = self._syncer.sync_all(
-                full=full, progress=self._tracking(progress, first), stop=stop, scan=scan
+                full=full, progress=self._tracking(progress, first), stop=stop
             )
             if report.stopped:
                 return report  # not a completed pass: the index is still partial

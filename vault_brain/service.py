@@ -63,7 +63,6 @@ from vault_brain.vault.paths import normalize_ref, resolve_folder_path
 from vault_brain.vault.reading import read_note_bytes
 
 if TYPE_CHECKING:
-    from vault_brain.ahead import ScanAhead
     from vault_brain.importing import ImportReport
     from vault_brain.summarize.llm import Summarizer
     from vault_brain.vault.history import Version
@@ -224,11 +223,10 @@ class Brain:
         if wanted:
             self._vector_arm.begin_early(query, wanted)
 
-    def refresh_if_unwatched(self, *, vectors: bool = True, ahead: ScanAhead | None = None) -> bool:
+    def refresh_if_unwatched(self, *, vectors: bool = True) -> bool:
         """When no watcher or server indexes this vault, bring the index in step now (and
-        its vectors, unless the caller only needs full text). `ahead`: the vault's stat
-        pass the caller began before it opened this Brain (vault_brain/ahead.py)."""
-        return self.indexer.catch_up_if_unwatched(vectors=vectors, ahead=ahead)
+        its vectors, unless the caller only needs full text)."""
+        return self.indexer.catch_up_if_unwatched(vectors=vectors)
 
     def wait_until_indexed(self, timeout: float) -> bool:
         return self.indexer.wait_until_indexed(timeout)

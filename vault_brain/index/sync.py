@@ -22,7 +22,7 @@ from vault_brain.index.hashes import iso_utc
 from vault_brain.index.links import link_keys
 from vault_brain.index.port import Index, SyncWrites, Writes
 from vault_brain.index.records import INSTANT, ChunkRow, StoredStat
-from vault_brain.vault.scan import FileStat, ScanResult, is_ignored, scan_vault
+from vault_brain.vault.scan import FileStat, is_ignored, scan_vault
 
 if TYPE_CHECKING:
     import numpy as np
@@ -111,43 +111,24 @@ class Syncer:
         full: bool = False,
         progress: Progress | None = None,
         stop: threading.Event | None = None,
-        scan: Callable[[], ScanResult | None] | None = None,
     ) -> SyncReport:
         """Every file of the vault against the index. `stop`, once set, ends the pass after
         the batch being stored: what is stored stays (with its links), the next pass picks
-        up the rest, since an unstored file still differs from the index. `scan`: the
-        vault's scan begun for this pass since it was asked for (a one-shot search's, in a
-        child: vault_brain/ahead.py), waited for once the index's own list is read; when it
-        gives None, or with none, the pass scans now."""
+        up the rest, since an unstored file still differs from the index."""
         started = time.perf_counter()
         v = self.settings.vault
         if progress is not None:
             progress(SyncProgress("scan", 0, 0))
+        scan = scan_vault(self.root, v.ignore, v.max_file_bytes, follow_outside=v.follow_outside)
+        for path, reason in scan.skipped:
+            log.warn("file_skipped", path=path, reason=reason)
+        for folder in scan.unreadable_dirs:
+            log.warn("folder_unreadable", path=folder)
+        if progress is not None:
+            progress(SyncProgress("scan", len(scan.rows), len(scan.rows)))
         languages = self.settings.text.languages
         with self.index.read() as r:
             reanalyse = text.analyzer_changed(r, languages)  # another analyser: every note
-            stored = None
-            if not (full or reanalyse or r.get_meta(LINKS_PENDING)):
-                # Read before the scan is waited for: a scan in a child may still be running.
-                stored = r.note_stats()
-        found = scan() if scan is not None else None
-        if found is None:
-            found = scan_vault(
-                self.root, v.ignore, v.max_file_bytes, follow_outside=v.follow_outside
-            )
-        for path, reason in found.skipped:
-            log.warn("file_skipped", path=path, reason=reason)
-        for folder in found.unreadable_dirs:
-            log.warn("folder_unreadable", path=folder)
-        if progress is not None:
-            progress(SyncProgress("scan", len(found.rows), len(found.rows)))
-        if stored is not None and stored == found.rows:
-            # The vault as stored (the common pass: a one-shot search's refresh, a
-            # watcher's start): one list compared in C, no stat made per note.
-            n = len(found.rows)
-            report = SyncReport(scanned=n, unchanged=n, skipped=len(found.skipped))
-            report.ms = round((time.perf_counter() - started) * 1000, 1)
-            return report
         if full or reanalyse:
             # A rebuild: start from an empty index, exactly as a first index does.
             with self.index.transaction() as w:
@@ -158,6 +139,13 @@ class Syncer:
                     text.mark_analyzed(w, languages)
         with self.index.read() as r:
             interrupted = bool(r.get_meta(LINKS_PENDING))
+            if not (full or reanalyse or interrupted) and r.note_stats() == scan.rows:
+                # The vault as stored (the common pass: a one-shot search's refresh, a
+                # watcher's start): one list compared in C, no stat made per note.
+                n = len(scan.rows)
+                report = SyncReport(scanned=n, unchanged=n, skipped=len(scan.skipped))
+                report.ms = round((time.perf_counter() - started) * 1000, 1)
+                return report
             indexed = r.load_stats()
         if interrupted:
             # A pass of many batches was cut short before it resolved its links. Only the
@@ -166,10 +154,10 @@ class Syncer:
                 w.resolve_every_link()
                 w.set_meta(LINKS_PENDING, None)
         report = self._apply(
-            {f.path: f for f in found.files}, indexed, found.unreadable_dirs, full, progress, stop
+            {f.path: f for f in scan.files}, indexed, scan.unreadable_dirs, full, progress, stop
         )
-        report.scanned = len(found.rows)
-        report.skipped += len(found.skipped)
+        report.scanned = len(scan.rows)
+        report.skipped += len(scan.skipped)
         report.ms = round((time.perf_counter() - started) * 1000, 1)
         return report
 
