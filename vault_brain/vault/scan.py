@@ -182,23 +182,44 @@ def scan_vault(
                 ) from exc
             result.unreadable_dirs.append(rel)
             continue
+        prefix = f"{rel}/" if rel else ""
         try:
-            _list(
-                entries,
-                rel,
-                abs_path,
-                base,
-                ignore,
-                max_file_bytes,
-                result,
-                folders,
-                linked,
-                visited,
-                guard,
-            )
+            for entry in entries:
+                name = entry.name
+                # The common case inline (a vault is mostly plain Markdown files): a regular
+                # file (d_type: no system call), a .md name, no globs to match. The rest, and
+                # any doubt (a name that is not UTF-8, a stat that fails), goes to _visit.
+                if (
+                    not ignore
+                    and name[-3:].lower() == ".md"
+                    and name[0] != "."
+                    and entry.is_file(follow_symlinks=False)
+                    and name.isascii()
+                ):
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        pass  # _visit says what went wrong
+                    else:
+                        if st.st_size <= max_file_bytes:
+                            result.rows.append((prefix + name, st.st_mtime_ns, st.st_size))
+                            continue
+                _visit(
+                    entry,
+                    rel,
+                    abs_path,
+                    base,
+                    ignore,
+                    max_file_bytes,
+                    result,
+                    folders,
+                    linked,
+                    visited,
+                    guard,
+                )
         finally:
             if fd is not None:
-                os.close(fd)
+                os.close(fd)  # after every entry's stat: a listing's entries stat through it
 
     result.rows.sort()  # by path: paths are unique, so a tuple sort never looks further
     result.unreadable_dirs.sort()
@@ -214,64 +235,11 @@ def _open_folder(path: str) -> int | None:
     Through a descriptor, each file's stat names the file alone (fstatat), where by path the
     kernel walks every folder from the root again (with the rows as plain tuples, the scan
     of cpp-docs took ~44 -> ~34 CPU-ms: docs/benchmarks.md, "The refresh pass, round 8").
-    A folder whose path is long is listed by path, so a file
-    the rest of vault-brain could not open by its path (longer than PATH_MAX) is skipped as
-    before, not listed."""
+    A folder whose path is long is listed by path, so that a file the rest of vault-brain
+    could not open by its path (longer than PATH_MAX) is skipped as before, not listed."""
     if not BY_DESCRIPTOR or len(os.fsencode(path)) > DESCRIPTOR_PATH_MAX:
         return None
     return os.open(path, _FOLDER_FLAGS)
-
-
-def _list(
-    entries: list[os.DirEntry[str]],
-    rel: str,
-    folder: str,
-    base: list[str],
-    ignore: tuple[str, ...],
-    max_file_bytes: int,
-    result: ScanResult,
-    folders: list[tuple[str, str]],
-    linked: list[tuple[str, str]],
-    visited: set[tuple[int, int]],
-    guard: _Guard,
-) -> None:
-    """One folder's entries (`folder`: its path; the entries may be listed through a
-    descriptor, whose DirEntry.path is the name alone)."""
-    rows = result.rows
-    prefix = f"{rel}/" if rel else ""
-    for entry in entries:
-        name = entry.name
-        # The common case inline (a vault is mostly plain Markdown files): a regular file
-        # (d_type: no system call), a .md name, no globs to match. The rest, and any
-        # doubt (a name that is not UTF-8, a stat that fails), goes to _visit.
-        if (
-            not ignore
-            and name[-3:].lower() == ".md"
-            and name[0] != "."
-            and entry.is_file(follow_symlinks=False)
-            and name.isascii()
-        ):
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                pass  # _visit says what went wrong
-            else:
-                if st.st_size <= max_file_bytes:
-                    rows.append((prefix + name, st.st_mtime_ns, st.st_size))
-                    continue
-        _visit(
-            entry,
-            rel,
-            folder,
-            base,
-            ignore,
-            max_file_bytes,
-            result,
-            folders,
-            linked,
-            visited,
-            guard,
-        )
 
 
 def _visit(
