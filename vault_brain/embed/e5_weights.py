@@ -52,7 +52,7 @@ class Vocabulary:
     Kept as the file holds them (one UTF-8 blob and offsets): 250k Python strings would cost
     time at every load for nothing."""
 
-    blob: bytes
+    blob: bytes | memoryview  # (a memoryview: of a kept file's mapping, e5_query)
     offsets: np.ndarray  # int64 [size + 1], byte offsets into blob
     scores: np.ndarray  # float32 [size]
     bos: int
@@ -65,7 +65,7 @@ class Vocabulary:
         return len(self.scores)
 
     def piece(self, i: int) -> str:
-        return self.blob[self.offsets[i] : self.offsets[i + 1]].decode("utf-8")
+        return bytes(self.blob[self.offsets[i] : self.offsets[i + 1]]).decode("utf-8")
 
 
 @dataclass(frozen=True)
@@ -171,6 +171,19 @@ class E5Weights:
         if entry.dtype != dtype or entry.count != count or entry.nbytes < size:
             raise WeightsError(f"{self.path}: tensor {name} has an unexpected type or size")
         return entry
+
+    @property
+    def size(self) -> int:
+        """The file's length in bytes."""
+        return len(self._data)
+
+    def location(self, name: str) -> list[int]:
+        """[offset, bytes] of a tensor in the file (e5_query's kept file points at the
+        word vectors there instead of copying them)."""
+        entry = self._tensors.get(name)
+        if entry is None:
+            raise WeightsError(f"{self.path}: tensor {name} is missing")
+        return [entry.offset, entry.nbytes]
 
     def f32(self, name: str, *shape: int) -> np.ndarray:
         """An fp32 tensor as a read-only view of the file."""
