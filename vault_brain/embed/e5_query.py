@@ -213,17 +213,26 @@ def open_light(buffer: Any, weights_path: Path) -> tuple[E5Tokenizer, QueryEncod
     """The tokenizer and encoder over a pack (a mapped kept file, or light_pack's array):
     views of it, and of the weights file's word vectors. ValueError or OSError when the
     pack does not fit that file."""
-    from vault_brain.embed.e5_tokenizer import E5Tokenizer, KeptUnigram, Normalisation
-
     meta, arrays = unpack(buffer)
     try:
-        hidden, layers, heads, ffn, rows, positions, types, eps = meta["header"]
-        h = Header(hidden, layers, heads, ffn, rows, positions, types, float(eps))
-        bos, eos, pad, unk = (int(x) for x in meta["specials"])
-        word_offset, word_bytes = (int(x) for x in meta["words"])
-        weights_bytes = int(meta["weights_bytes"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"the kept query file's directory is malformed: {exc}") from exc
+        return _open_light(meta, arrays, weights_path)
+    except (KeyError, TypeError, IndexError) as exc:
+        raise ValueError(f"the kept query file is malformed: {exc!r}") from exc
+
+
+def _open_light(
+    meta: dict[str, Any], arrays: dict[str, np.ndarray], weights_path: Path
+) -> tuple[E5Tokenizer, QueryEncoder]:
+    from vault_brain.embed.e5_tokenizer import E5Tokenizer, KeptUnigram, Normalisation
+
+    hidden, layers, heads, ffn, rows, positions, types, eps = meta["header"]
+    h = Header(int(hidden), int(layers), int(heads), int(ffn), int(rows), int(positions),
+               int(types), float(eps))  # fmt: skip
+    bos, eos, pad, unk = (int(x) for x in meta["specials"])
+    word_offset, word_bytes = (int(x) for x in meta["words"])
+    weights_bytes = int(meta["weights_bytes"])
+    if h.hidden <= 0 or h.hidden % 32 or h.heads <= 0 or h.hidden % h.heads or h.vocab_rows <= 0:
+        raise ValueError("the kept query file's header is implausible")
     blocks = h.hidden // 32
     with open(weights_path, "rb") as fh:
         mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
