@@ -273,6 +273,7 @@ class QueryEncoder:
         self._vectors = arrays
         self._widest = max(n_out for _, n_out in _shapes(h).values())
         self._local = threading.local()
+        _keep_temporaries_in_the_heap()
 
     @classmethod
     def of(cls, weights: E5Weights) -> QueryEncoder:
@@ -347,6 +348,24 @@ class QueryEncoder:
         return y
 
 
+_heap_ready = False
+
+
+def _keep_temporaries_in_the_heap() -> None:
+    """Free one 4 MB block, once per process. glibc's malloc maps a block above its mmap
+    threshold (128 KB at start) afresh and unmaps it when freed, and trims the heap past
+    twice that; freeing a mapped block raises the threshold to its size (mallopt(3), the
+    dynamic threshold). A query's temporaries ([tokens, 1,536], 100–500 KB) then come from
+    the heap: without it a 19-token query took ~2,000 page faults each time (~3 ms; the
+    weights file's parse used to free blocks that large by chance). Other allocators: no
+    effect, no harm; the vectors do not depend on it."""
+    global _heap_ready
+    if not _heap_ready:
+        _heap_ready = True
+        block = np.empty(4 << 20, dtype=np.uint8)
+        del block
+
+
 def exact_products(
     q: np.ndarray, codes: np.ndarray, buffer: np.ndarray | None = None
 ) -> np.ndarray:
@@ -384,14 +403,30 @@ _ERF_A = (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
-    """0.5 x (1 + erf(x / √2)), onnxruntime's Gelu; erf evaluated in float64."""
-    z = np.abs(x, dtype=np.float64) * (1 / np.sqrt(2.0))
-    t = 1.0 / (1.0 + _ERF_P * z)
-    poly = _ERF_A[0]
-    for a in _ERF_A[1:]:
-        poly = poly * t + a
-    erf = 1.0 - poly * t * np.exp(-z * z)
-    erf = np.copysign(erf, x).astype(np.float32)
+    """0.5 x (1 + erf(x / √2)), onnxruntime's Gelu; erf evaluated in float64.
+
+    In place in two float64 arrays: the same operations in the same order as the plain
+    expression `1 - (((((a0 t + a1) t + a2) t + a3) t + a4) t) exp(-z z)` (the same bits),
+    without its ~20 temporaries, each of which is a fresh mapping above glibc's threshold
+    (a 19-token query: 0.8 ms a layer, 220 page faults, against 0.2)."""
+    z = np.abs(x, dtype=np.float64)
+    z *= 1 / np.sqrt(2.0)
+    t = np.multiply(z, _ERF_P)
+    t += 1.0
+    np.divide(1.0, t, out=t)
+    poly = np.multiply(t, _ERF_A[0])
+    poly += _ERF_A[1]
+    for a in _ERF_A[2:]:
+        poly *= t
+        poly += a
+    poly *= t
+    np.negative(z, out=t)
+    t *= z
+    np.exp(t, out=t)
+    poly *= t
+    np.subtract(1.0, poly, out=poly)
+    np.copysign(poly, x, out=poly)
+    erf = poly.astype(np.float32)
     erf += np.float32(1.0)
     erf *= x
     erf *= np.float32(0.5)
