@@ -57,6 +57,26 @@ def test_products_are_the_integer_kernels_sums_at_the_extremes():
         np.testing.assert_array_equal(exact_products(q, small, buffer), want)
 
 
+def test_gelu_in_place_gives_the_bits_of_the_plain_expression():
+    """_gelu works in place; its float64 steps must stay those of the plain formula, in the
+    same order (the vectors' bits depend on them)."""
+    from vault_brain.embed.e5_query import _ERF_A, _ERF_P, _gelu
+
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((40, 1536)) * rng.choice([0.01, 1.0, 4.0, 30.0], (40, 1))).astype(
+        np.float32
+    )
+    x[0, :8] = [0.0, -0.0, 1e-30, -1e-30, 40.0, -40.0, 5.5, -5.5]
+    z = np.abs(x, dtype=np.float64) * (1 / np.sqrt(2.0))
+    t = 1.0 / (1.0 + _ERF_P * z)
+    poly = _ERF_A[0]
+    for a in _ERF_A[1:]:
+        poly = poly * t + a
+    erf = np.copysign(1.0 - poly * t * np.exp(-z * z), x).astype(np.float32)
+    plain = (erf + np.float32(1.0)) * x * np.float32(0.5)
+    assert _gelu(x).tobytes() == plain.tobytes()
+
+
 def test_the_numpy_encoder_agrees_with_the_exact_model_as_a_graph_must(kept):
     """The reference passages' vectors (the exact float32 model's, shipped with the package)
     pass the same bar as any onnxruntime kernel."""
