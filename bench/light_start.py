@@ -4,7 +4,9 @@ fresh process, old code against new (issue 23, "The light encoder's start, round
 Each run is a new Python process that imports vault_brain and numpy, makes an E5Embedder on
 a models folder of its own (its kept query files built by a first, untimed run) and embeds
 one query with `embed_light_queries`, as a CLI search's forked child does; then a second
-query (the encode alone, warm). The code under test comes from PYTHONPATH (a worktree), so
+query (the encode alone, warm). CPU ms are split: numpy's import, e5's (and the
+embedder's construction), `load_light` and the first vector (the tokenizer's first use,
+tokens, encode). The code under test comes from PYTHONPATH (a worktree), so
 A and B run alternated with the same interpreter and packages. Reported: medians of wall
 and CPU ms (import → vector, and the part after numpy's import), of the warm encode, and
 whether every run of both gave the same vector bits.
@@ -39,6 +41,9 @@ w1, c1 = time.perf_counter(), time.process_time()
 from vault_brain.embed.cache import ModelCache
 from vault_brain.embed.e5 import E5Embedder
 e = E5Embedder(cache=ModelCache(Path(sys.argv[1])))
+wi, ci = time.perf_counter(), time.process_time()
+e.load_light()
+wl, cl = time.perf_counter(), time.process_time()
 v = e.embed_light_queries([sys.argv[2]])
 w2, c2 = time.perf_counter(), time.process_time()
 e.embed_light_queries([sys.argv[3]])
@@ -47,6 +52,8 @@ print(json.dumps({
     "wall": (w2 - w0) * 1e3, "cpu": (c2 - c0) * 1e3,
     "wall_after_numpy": (w2 - w1) * 1e3, "cpu_after_numpy": (c2 - c1) * 1e3,
     "numpy_cpu": (c1 - c0) * 1e3,
+    "import_e5_cpu": (ci - c1) * 1e3, "load_light_cpu": (cl - ci) * 1e3,
+    "first_vector_cpu": (c2 - cl) * 1e3,
     "warm_wall": (w3 - w2) * 1e3, "warm_cpu": (c3 - c2) * 1e3,
     "code": vault_brain.__file__, "digest": hashlib.sha256(v.tobytes()).hexdigest(),
 }))
@@ -57,6 +64,9 @@ FIGURES = (
     "wall_after_numpy",
     "cpu_after_numpy",
     "numpy_cpu",
+    "import_e5_cpu",
+    "load_light_cpu",
+    "first_vector_cpu",
     "warm_wall",
     "warm_cpu",
 )
