@@ -160,8 +160,9 @@ class E5Embedder:
 
     Queries have two encoders. `embed_queries` runs the graph (5 ms a query once loaded: a
     server's). `embed_light_queries` runs e5_query's numpy encoder, which starts without
-    onnxruntime or a session (~60 against ~110 ms to a fresh process's first vector) and
-    then costs ~15 ms a query: the CLI's searches take it, in whatever process answers
+    onnxruntime or a session and maps one kept file (~4 CPU-ms of set-up, ~25 to a fresh
+    process's first vector after numpy's import, against ~110 through the graph) and then
+    costs ~15-20 ms a query: the CLI's searches take it, in whatever process answers
     them, so a CLI search prints the same bytes whoever answers it. The two encoders'
     vectors differ by int8's rounding noise (cosine ≥ 0.999).
     """
