@@ -80,17 +80,19 @@ def test_search_json_always_carries_indexing_null_when_no_pass_runs(notes):
     assert "indexing" in out and out["indexing"] is None
 
 
-def test_search_json_says_indexing_while_another_process_makes_the_first_pass(vault):
+def test_search_json_says_indexing_while_another_process_makes_the_first_pass(vault, tmp_path):
     count = 8000
     for n in range(count):
         vault.write(f"Area {n % 20}/Note {n}.md", f"# Note {n}\n\nkestrel {n}. " + "word " * 200)
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_BRAIN_")}
-    indexer = subprocess.Popen(
-        [sys.executable, "-m", "vault_brain", "index", "--vault", str(vault.root)],
-        env={**full_env, **ENV},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    said = tmp_path / "index.stderr"
+    with said.open("w") as stderr:
+        indexer = subprocess.Popen(
+            [sys.executable, "-m", "vault_brain", "index", "--vault", str(vault.root)],
+            env={**full_env, **ENV},
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
     try:
         # A search started before `index` holds the vault's indexer lock would make the first
         # pass itself (and `index` would then defer to it): wait until `index` is at work.
@@ -108,7 +110,7 @@ def test_search_json_says_indexing_while_another_process_makes_the_first_pass(va
             else:
                 refused.append(r.stderr[-300:])
             time.sleep(0.1)
-        assert indexer.wait(timeout=300) == 0
+        assert indexer.wait(timeout=300) == 0, said.read_text()[-3000:]
     finally:
         if indexer.poll() is None:
             indexer.kill()
