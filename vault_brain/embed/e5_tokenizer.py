@@ -181,12 +181,7 @@ class UnigramEncoder:
 
     def _pieces_in(self, data: bytes) -> tuple[dict[bytes, int], dict[int, float]]:
         """The pieces that may occur in `data` (bytes → id) and their scores."""
-        wanted = set()
-        for at in range(len(data)):
-            for end in range(at + 1, min(len(data), at + PREFIX_BYTES) + 1):
-                wanted.add(_key(data[at:end]))
-        keys = np.fromiter(wanted, dtype=np.uint64, count=len(wanted))
-        keys.sort()
+        keys = _wanted_keys(data)
         # The pieces whose key falls in a bucket of a wanted one, then those whose key is one:
         # a gather over the 250k buckets (0.6 ms) instead of a search per piece (5 ms).
         # (Not np.isin: its first call imports numpy.ma, ~10 ms.)
@@ -256,6 +251,18 @@ def _key(prefix: bytes) -> int:
     return int.from_bytes(prefix, "little") | (len(prefix) << 56)
 
 
+def _wanted_keys(data: bytes) -> np.ndarray:
+    """The keys of every substring of `data` a piece may start with, sorted, unique: every
+    piece that occurs in `data` has one of them."""
+    wanted = set()
+    for at in range(len(data)):
+        for end in range(at + 1, min(len(data), at + PREFIX_BYTES) + 1):
+            wanted.add(_key(data[at:end]))
+    keys = np.fromiter(wanted, dtype=np.uint64, count=len(wanted))
+    keys.sort()
+    return keys
+
+
 def _buckets(keys: np.ndarray) -> np.ndarray:
     """Each key's bucket, 0 to 2**BUCKET_BITS - 1 (uint64 products wrap, as meant)."""
     return (keys * _FIBONACCI >> np.uint64(64 - BUCKET_BITS)).astype(np.intp)
@@ -303,12 +310,7 @@ class KeptUnigram(UnigramEncoder):
         self._unk = vocab.unk
 
     def _pieces_in(self, data: bytes) -> tuple[dict[bytes, int], dict[int, float]]:
-        wanted = set()
-        for at in range(len(data)):
-            for end in range(at + 1, min(len(data), at + PREFIX_BYTES) + 1):
-                wanted.add(_key(data[at:end]))
-        keys = np.fromiter(wanted, dtype=np.uint64, count=len(wanted))
-        keys.sort()
+        keys = _wanted_keys(data)
         lo = np.searchsorted(self._sorted, keys, side="left")
         hi = np.searchsorted(self._sorted, keys, side="right")
         found: list[int] = []
