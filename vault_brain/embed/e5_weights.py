@@ -18,8 +18,8 @@ memory-mapped read-only: the 4-bit matrices are never inflated as a whole.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -33,8 +33,9 @@ class WeightsError(ValueError):
     """The file is not an E5S1 model this reader understands."""
 
 
-@dataclass(frozen=True)
-class Header:
+# NamedTuples, not frozen dataclasses: the light query path imports this module in a fresh
+# process, and each frozen dataclass costs ~0.8 ms to define (a NamedTuple ~0.1).
+class Header(NamedTuple):
     hidden: int
     layers: int
     heads: int
@@ -45,14 +46,13 @@ class Header:
     eps: float
 
 
-@dataclass(frozen=True)
-class Vocabulary:
+class Vocabulary(NamedTuple):
     """The XLM-R SentencePiece unigram pieces, in model id order (fairseq ids: <s> = 0).
 
     Kept as the file holds them (one UTF-8 blob and offsets): 250k Python strings would cost
     time at every load for nothing."""
 
-    blob: bytes
+    blob: bytes | memoryview  # (a memoryview: of a kept file's mapping, e5_query)
     offsets: np.ndarray  # int64 [size + 1], byte offsets into blob
     scores: np.ndarray  # float32 [size]
     bos: int
@@ -65,11 +65,10 @@ class Vocabulary:
         return len(self.scores)
 
     def piece(self, i: int) -> str:
-        return self.blob[self.offsets[i] : self.offsets[i + 1]].decode("utf-8")
+        return bytes(self.blob[self.offsets[i] : self.offsets[i + 1]]).decode("utf-8")
 
 
-@dataclass(frozen=True)
-class _Entry:
+class _Entry(NamedTuple):
     dtype: int
     count: int
     offset: int
@@ -171,6 +170,19 @@ class E5Weights:
         if entry.dtype != dtype or entry.count != count or entry.nbytes < size:
             raise WeightsError(f"{self.path}: tensor {name} has an unexpected type or size")
         return entry
+
+    @property
+    def size(self) -> int:
+        """The file's length in bytes."""
+        return len(self._data)
+
+    def location(self, name: str) -> list[int]:
+        """[offset, bytes] of a tensor in the file (e5_query's kept file points at the
+        word vectors there instead of copying them)."""
+        entry = self._tensors.get(name)
+        if entry is None:
+            raise WeightsError(f"{self.path}: tensor {name} is missing")
+        return [entry.offset, entry.nbytes]
 
     def f32(self, name: str, *shape: int) -> np.ndarray:
         """An fp32 tensor as a read-only view of the file."""

@@ -125,7 +125,7 @@ class Syncer:
         for folder in scan.unreadable_dirs:
             log.warn("folder_unreadable", path=folder)
         if progress is not None:
-            progress(SyncProgress("scan", len(scan.files), len(scan.files)))
+            progress(SyncProgress("scan", len(scan.rows), len(scan.rows)))
         languages = self.settings.text.languages
         with self.index.read() as r:
             reanalyse = text.analyzer_changed(r, languages)  # another analyser: every note
@@ -139,10 +139,10 @@ class Syncer:
                     text.mark_analyzed(w, languages)
         with self.index.read() as r:
             interrupted = bool(r.get_meta(LINKS_PENDING))
-            if not (full or reanalyse or interrupted) and r.note_stats() == scan.files:
+            if not (full or reanalyse or interrupted) and r.note_stats() == scan.rows:
                 # The vault as stored (the common pass: a one-shot search's refresh, a
                 # watcher's start): one list compared in C, no stat made per note.
-                n = len(scan.files)
+                n = len(scan.rows)
                 report = SyncReport(scanned=n, unchanged=n, skipped=len(scan.skipped))
                 report.ms = round((time.perf_counter() - started) * 1000, 1)
                 return report
@@ -156,7 +156,7 @@ class Syncer:
         report = self._apply(
             {f.path: f for f in scan.files}, indexed, scan.unreadable_dirs, full, progress, stop
         )
-        report.scanned = len(scan.files)
+        report.scanned = len(scan.rows)
         report.skipped += len(scan.skipped)
         report.ms = round((time.perf_counter() - started) * 1000, 1)
         return report

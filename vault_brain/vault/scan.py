@@ -8,22 +8,31 @@ it already knows there instead of deleting them.
 from __future__ import annotations
 
 import heapq
+import operator
 import os
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
 
 from vault_brain.errors import NotFound, Unavailable
 from vault_brain.vault.reading import link_refusal, trusted_roots
 
+# Folders are listed through a descriptor where the OS can (POSIX; not Windows): _open_folder.
+BY_DESCRIPTOR = os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
+_FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+# The longest folder path listed so: PATH_MAX's smallest (1,024 bytes, macOS), less a name
+# (NAME_MAX, 255) and its '/'; a file below one is always openable by its path.
+DESCRIPTOR_PATH_MAX = 1024 - 256
+
 
 class FileStat(NamedTuple):
     """One Markdown file as the stat pass sees it. A NamedTuple, not a frozen dataclass: a
-    pass makes one per file (9,746 on cpp-docs), and a frozen dataclass costs 3.4 µs to
-    make against 0.3 µs (a third of a one-shot search's stat pass)."""
+    frozen dataclass costs 3.4 µs to make against 0.2 µs. The pass itself makes plain tuples
+    (0.03 µs; ScanResult.rows); these are made from them only where a caller asks."""
 
     path: str  # vault-relative POSIX
     mtime_ns: int
@@ -32,9 +41,16 @@ class FileStat(NamedTuple):
 
 @dataclass
 class ScanResult:
-    files: list[FileStat] = field(default_factory=list)  # Markdown files, sorted by path
+    # (path, mtime_ns, size) of every Markdown file, sorted by path: what a pass that finds
+    # the vault as stored compares with the index's own list, with no object made per file.
+    rows: list[tuple[str, int, int]] = field(default_factory=list)
     unreadable_dirs: list[str] = field(default_factory=list)  # folders that could not be listed
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+
+    @cached_property
+    def files(self) -> list[FileStat]:
+        """The rows as FileStat records (made on first use)."""
+        return list(map(FileStat._make, self.rows))
 
 
 def is_markdown(name: str) -> bool:
@@ -145,8 +161,15 @@ def scan_vault(
                 continue
             visited.add(key)
         try:
-            with os.scandir(abs_path) as listing:
-                entries = list(listing)
+            fd = _open_folder(abs_path)
+            try:
+                with os.scandir(abs_path if fd is None else fd) as listing:
+                    # By name: the rows then come nearly sorted, and sort in ~n comparisons.
+                    entries = sorted(listing, key=_name)
+            except BaseException:
+                if fd is not None:
+                    os.close(fd)
+                raise
         except FileNotFoundError:
             if not rel:
                 raise NotFound(f"vault folder not found: {root_path}", path=root_path) from None
@@ -160,39 +183,69 @@ def scan_vault(
             result.unreadable_dirs.append(rel)
             continue
         prefix = f"{rel}/" if rel else ""
-        for entry in entries:
-            name = entry.name
-            # The common case inline (a vault is mostly plain Markdown files): a regular file
-            # (d_type: no system call), a .md name, no globs to match. The rest, and any
-            # doubt (a name that is not UTF-8, a stat that fails), goes to _visit.
-            if (
-                not ignore
-                and name[-3:].lower() == ".md"
-                and name[0] != "."
-                and entry.is_file(follow_symlinks=False)
-                and name.isascii()
-            ):
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError:
-                    pass  # _visit says what went wrong
-                else:
-                    if st.st_size <= max_file_bytes:
-                        result.files.append(FileStat(prefix + name, st.st_mtime_ns, st.st_size))
-                        continue
-            _visit(
-                entry, rel, base, ignore, max_file_bytes, result, folders, linked, visited, guard
-            )
+        try:
+            for entry in entries:
+                name = entry.name
+                # The common case inline (a vault is mostly plain Markdown files): a regular
+                # file (d_type: no system call), a .md name, no globs to match. The rest, and
+                # any doubt (a name that is not UTF-8, a stat that fails), goes to _visit.
+                if (
+                    not ignore
+                    and name[-3:].lower() == ".md"
+                    and name[0] != "."
+                    and entry.is_file(follow_symlinks=False)
+                    and name.isascii()
+                ):
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        pass  # _visit says what went wrong
+                    else:
+                        if st.st_size <= max_file_bytes:
+                            result.rows.append((prefix + name, st.st_mtime_ns, st.st_size))
+                            continue
+                _visit(
+                    entry,
+                    rel,
+                    abs_path,
+                    base,
+                    ignore,
+                    max_file_bytes,
+                    result,
+                    folders,
+                    linked,
+                    visited,
+                    guard,
+                )
+        finally:
+            if fd is not None:
+                os.close(fd)  # after every entry's stat: a listing's entries stat through it
 
-    result.files.sort()  # by path: paths are unique, so a tuple sort never looks further
+    result.rows.sort()  # by path: paths are unique, so a tuple sort never looks further
     result.unreadable_dirs.sort()
     result.skipped.sort()
     return result
 
 
+_name = operator.attrgetter("name")
+
+
+def _open_folder(path: str) -> int | None:
+    """A descriptor of the folder at `path` to list it through, or None to list it by path.
+    Through a descriptor, each file's stat names the file alone (fstatat), where by path the
+    kernel walks every folder from the root again (with the rows as plain tuples, the scan
+    of cpp-docs took ~44 -> ~34 CPU-ms: docs/benchmarks.md, "The refresh pass, round 8").
+    A folder whose path is long is listed by path, so that a file the rest of vault-brain
+    could not open by its path (longer than PATH_MAX) is skipped as before, not listed."""
+    if not BY_DESCRIPTOR or len(os.fsencode(path)) > DESCRIPTOR_PATH_MAX:
+        return None
+    return os.open(path, _FOLDER_FLAGS)
+
+
 def _visit(
     entry: os.DirEntry[str],
     parent: str,
+    folder: str,
     base: list[str],
     ignore: tuple[str, ...],
     max_file_bytes: int,
@@ -206,6 +259,7 @@ def _visit(
     if name.startswith("."):
         return
     rel = f"{parent}/{name}" if parent else name
+    path = os.path.join(folder, name)
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
@@ -227,7 +281,7 @@ def _visit(
                 result.unreadable_dirs.append(rel)  # a folder all the same: keep its notes
                 return
             visited.add((own.st_dev, own.st_ino))
-            folders.append((rel, entry.path))
+            folders.append((rel, path))
             return
         if entry.is_symlink():
             try:
@@ -238,15 +292,15 @@ def _visit(
                 return
             if stat.S_ISDIR(target.st_mode):
                 if not (ignore and _glob_ignored(parts, True, ignore)):
-                    why = guard.refusal(entry.path, is_dir=True)
+                    why = guard.refusal(path, is_dir=True)
                     if why is not None:
                         result.skipped.append((rel, why))
                     else:
-                        heapq.heappush(linked, (rel, entry.path))
+                        heapq.heappush(linked, (rel, path))
                 return
             if not stat.S_ISREG(target.st_mode) or not is_markdown(name):
                 return
-            why = guard.refusal(entry.path, is_dir=False)
+            why = guard.refusal(path, is_dir=False)
             if why is not None:
                 if not (ignore and _glob_ignored(parts, False, ignore)):
                     result.skipped.append((rel, why))
@@ -265,4 +319,4 @@ def _visit(
     if target.st_size > max_file_bytes:
         result.skipped.append((rel, f"too large: {target.st_size} bytes > {max_file_bytes}"))
         return
-    result.files.append(FileStat(rel, target.st_mtime_ns, target.st_size))
+    result.rows.append((rel, target.st_mtime_ns, target.st_size))

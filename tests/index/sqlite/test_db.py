@@ -4,6 +4,9 @@ damage, reader connections, and the WAL's checkpoints."""
 from __future__ import annotations
 
 import sqlite3
+import threading
+
+import pytest
 
 from tests.settle import settle
 from tests.waiting import HANG_SECONDS
@@ -220,3 +223,68 @@ def test_the_stat_pass_reads_the_notes_stats_from_a_covering_index(vault, make_b
         assert conn.execute("SELECT max(rowid) FROM notes").fetchone()[0] == rowid_before
     finally:
         conn.close()
+
+
+def test_a_fresh_index_waits_its_turn_for_wal_while_another_connection_reads_it(tmp_path):
+    """SQLite answers `PRAGMA journal_mode = WAL` with "database is locked" at once, without
+    its busy handler, while another connection is about to write a file that is not WAL
+    yet: what a fresh vault's `index` met when a `status` opened the new index at the same
+    moment (CI saw `index` exit 1)."""
+    path = tmp_path / "index.db"
+    other = db.pick_binding().connect(str(path), isolation_level=None)
+    other.execute("CREATE TABLE made_first(x)")  # a file in the default rollback mode
+    other.execute("BEGIN IMMEDIATE")  # holds the reserved lock: a write is coming
+    outcome: list[object] = []
+
+    def open_it() -> None:
+        try:
+            conn = db.connect(path)
+            outcome.append(conn.execute("PRAGMA journal_mode").fetchone()[0])
+            conn.close()
+        except Exception as exc:  # noqa: BLE001 - the outcome is what the test checks
+            outcome.append(exc)
+
+    opener = threading.Thread(target=open_it)
+    opener.start()
+    opener.join(1.0)  # an opener that gives up does so at once; one that waits is still here
+    assert not [o for o in outcome if isinstance(o, Exception)], outcome
+    other.execute("COMMIT")
+    opener.join(HANG_SECONDS)
+    other.close()
+    assert outcome == ["wal"]
+
+
+def _open_at_once(paths: list[str], barrier, failures) -> None:
+    from pathlib import Path
+
+    from vault_brain.index.sqlite import db as sqlite_db
+
+    failed = 0
+    for path in paths:
+        barrier.wait()
+        try:
+            sqlite_db.open_database(Path(path)).close()
+        except Exception:  # noqa: BLE001 - counted
+            failed += 1
+    failures.put(failed)
+
+
+@pytest.mark.slow
+def test_processes_that_open_a_fresh_index_at_the_same_moment_all_get_it(tmp_path):
+    """Four processes, each round a new index file, all opening it at once (a barrier): a
+    stdio server per client window, a watcher, an `index` and a `status` on a new vault."""
+    import multiprocessing
+
+    rounds, procs = 150, 4
+    paths = [str(tmp_path / f"r{n}" / "index.db") for n in range(rounds)]
+    ctx = multiprocessing.get_context("spawn")
+    barrier, failures = ctx.Barrier(procs), ctx.Queue()
+    workers = [
+        ctx.Process(target=_open_at_once, args=(paths, barrier, failures)) for _ in range(procs)
+    ]
+    for w in workers:
+        w.start()
+    failed = sum(failures.get(timeout=HANG_SECONDS * 4) for _ in workers)
+    for w in workers:
+        w.join(HANG_SECONDS)
+    assert failed == 0, f"{failed} of {rounds * procs} opens failed"

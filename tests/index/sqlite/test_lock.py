@@ -204,3 +204,31 @@ def test_another_process_probing_the_lock_is_not_taken_for_its_holder(tmp_path):
         assert not lock.taken() and lock.holder() is None
     finally:
         os.close(other)
+
+
+def test_an_index_run_waits_for_a_holder_that_has_not_said_who_it_is_yet(vault, make_brain):
+    """A process that has just taken the lock writes its record a moment later: an `index`
+    that read no record then took it for a watcher and gave up (exit 1) instead of waiting
+    for what is most often a search's catch-up pass."""
+    from vault_brain.index.sqlite.lock import _FileLock
+
+    vault.write("a.md", "# A\n\nalpaca\n")
+    brain = make_brain()
+    taker = _FileLock(brain.indexer.lock.where)  # the lock without its record, as mid-take
+    assert taker.acquire()
+    outcome: list[object] = []
+
+    def index_run() -> None:
+        try:
+            with brain.index_run():
+                outcome.append("ran")
+        except Unavailable as exc:
+            outcome.append(exc)
+
+    runner = threading.Thread(target=index_run)
+    runner.start()
+    runner.join(1.0)  # a run that refuses does so at once; one that waits is still here
+    assert outcome == [], outcome
+    taker.release()
+    runner.join(60)
+    assert outcome == ["ran"]

@@ -110,6 +110,7 @@ def binding_errors() -> tuple[type[BaseException], ...]:
 # pages): ~25 against ~42 CPU-ms on a fresh connection. The index lives on a local disk in
 # the user's cache, where a map is safe (SQLite's caveat is I/O errors on network files).
 MMAP_BYTES = 1 << 30
+WAL_WAIT_SECONDS = 30.0  # as long as the busy timeout: how long a new index's opener waits
 
 
 def connect(path: Path | str) -> Connection:
@@ -118,13 +119,31 @@ def connect(path: Path | str) -> Connection:
     conn = module.connect(str(path), timeout=30.0, check_same_thread=False, isolation_level=None)
     _load_vec(conn)
     conn.execute("PRAGMA busy_timeout = 30000")
-    conn.execute("PRAGMA journal_mode = WAL")
+    _use_wal(conn)
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA temp_store = MEMORY")
     conn.execute("PRAGMA cache_size = -32000")
     conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     return conn
+
+
+def _use_wal(conn: Connection) -> None:
+    """WAL, waiting up to the busy timeout for its turn. SQLite refuses the switch with
+    "database is locked" at once, without the busy handler, while another connection is
+    about to write a file that is not WAL yet: two processes opening a new index at the
+    same moment (an `index` and a `status`, two servers' first start) met it."""
+    deadline = time.monotonic() + WAL_WAIT_SECONDS
+    pause = 0.002
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            return
+        except binding_errors() as exc:
+            if "locked" not in str(exc).lower() or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def _sidecar_files(path: Path) -> list[Path]:
