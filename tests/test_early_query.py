@@ -20,6 +20,7 @@ import pytest
 from tests.conftest import shared_path
 from tests.test_cli import REPO, run
 from tests.waiting import wait_until
+from vault_brain import oneshot
 from vault_brain.embed.early import Early, EarlyFailed, can_fork
 from vault_brain.service import Brain
 
@@ -28,11 +29,11 @@ pytestmark = pytest.mark.skipif(not can_fork(), reason="fork without exec, two c
 QUESTION = "Wie oft wird die Fahrradkette geölt?"
 
 
-def _failing() -> bytes:
+def _failing(told) -> bytes:
     raise RuntimeError("no model here")
 
 
-def _stuck() -> bytes:
+def _stuck(told) -> bytes:
     read, _ = os.pipe()
     os.read(read, 1)  # nobody writes the pipe
     raise AssertionError("unreachable")
@@ -61,11 +62,12 @@ def _reaped(pid: int) -> bool:
     return False
 
 
-def test_the_childs_answer_comes_back_whole():
-    answer = bytes(range(256)) * 1000  # beyond a pipe's buffer
-    early = Early(lambda: answer)
+def test_the_childs_answer_to_what_it_is_told_comes_back_whole():
+    told = bytes(range(256)) * 1000  # beyond a pipe's buffer, both ways
+    early = Early(lambda heard: heard()[::-1])
     pid = early.pid
-    assert early.result() == answer
+    early.tell(told)
+    assert early.result() == told[::-1]
     wait_until(lambda: _reaped(pid), "the child reaped (by a thread: no wait for its end)")
 
 
@@ -123,6 +125,38 @@ def test_a_one_shot_search_answers_from_the_childs_arm_as_from_its_own(e5_vault)
         (h.path, h.score, h.explain) for h in expected.hits
     ]
     assert got.hits[0].path == "de/Fahrrad.md"
+
+
+def test_a_child_forked_before_the_brain_answers_as_the_brain_would(e5_vault):
+    """The CLI's way (oneshot.py): the child is forked before the Brain opens the index,
+    loads its models meanwhile, and is told the request by begin_query."""
+    _, settings = e5_vault
+    with Brain(settings, one_shot=True) as alone:
+        expected = alone.search(QUESTION, explain=True, light_query=True, folder="de")
+    before = _children()
+    early = oneshot.begin(settings, None)
+    assert len(_children() - before) == 1
+    with Brain(settings, one_shot=True) as one:
+        one.begin_query(QUESTION, folder="de", early=early)
+        one.refresh_if_unwatched()
+        got = one.search(QUESTION, explain=True, light_query=True, folder="de")
+        assert not one.strong.light_loaded
+    wait_until(lambda: _children() == before, "the child reaped")
+    assert [(h.path, h.score, h.explain) for h in got.hits] == [
+        (h.path, h.score, h.explain) for h in expected.hits
+    ]
+    assert got.hits and all(h.path.startswith("de/") for h in got.hits)
+
+
+def test_a_full_text_search_ends_a_child_forked_before_the_brain(e5_vault):
+    _, settings = e5_vault
+    before = _children()
+    early = oneshot.begin(settings, None)
+    with Brain(settings, one_shot=True) as one:
+        one.begin_query(QUESTION, mode="fts", early=early)
+        wait_until(lambda: _children() == before, "the child ended")
+        assert one.search(QUESTION, mode="fts").hits
+    assert oneshot.begin(settings, "fts") is None
 
 
 def test_a_killed_child_leaves_the_arm_to_this_process(e5_vault):

@@ -43,19 +43,38 @@ def can_fork() -> bool:
 
 
 class Early:
-    """`work()`'s bytes, made in a forked child. A future of a kind: `result()` waits for
-    them; `discard()` when they are not wanted (or no longer)."""
+    """`work(told)`'s bytes, made in a forked child. A future of a kind: `result()` waits
+    for them; `discard()` when they are not wanted (or no longer). `told()`, in the child,
+    waits for what this process says to it (`tell`): the child may start what needs
+    nothing from this process (imports, a model's load) before it is told the rest."""
 
-    def __init__(self, work: Callable[[], bytes]) -> None:
+    def __init__(self, work: Callable[[Callable[[], bytes]], bytes]) -> None:
         read, write = os.pipe()
+        told, tell = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: never returns
             os.close(read)
-            _child(work, write)
+            os.close(tell)
+            _child(work, write, told)
         os.close(write)
+        os.close(told)
         self.pid = pid
         self._pid: int | None = pid  # until reaped
         self._fd: int | None = read
+        self._tell: int | None = tell
+
+    def tell(self, message: bytes) -> None:
+        """Say `message` to the child (once); a child gone already is not an error here
+        (`result` says it gave nothing)."""
+        if self._tell is None:
+            return
+        fd, self._tell = self._tell, None
+        try:
+            _write_all(fd, _LENGTH.pack(len(message)) + message)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
     def result(self) -> bytes:
         """The child's answer; EarlyFailed when it gave none (whole). Waits for the answer,
@@ -85,6 +104,9 @@ class Early:
         self._close(kill=True)
 
     def _close(self, *, kill: bool) -> None:
+        if self._tell is not None:
+            os.close(self._tell)
+            self._tell = None
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
@@ -117,16 +139,33 @@ def _reap(pid: int) -> None:
         threading.Thread(target=_wait, args=(pid,), name="early-reap", daemon=True).start()
 
 
-def _child(work: Callable[[], bytes], fd: int) -> None:
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_message(fd: int) -> bytes:
+    """A length-prefixed message, whole, or EarlyFailed (the writer closed first)."""
+    data, whole = b"", None
+    while whole is None or len(data) < whole:
+        block = os.read(fd, 1 << 16)
+        if not block:
+            raise EarlyFailed("nothing was said")
+        data += block
+        if whole is None and len(data) >= _LENGTH.size:
+            whole = _LENGTH.size + _LENGTH.unpack_from(data)[0]
+    return data[_LENGTH.size :]
+
+
+def _child(work: Callable[[Callable[[], bytes]], bytes], fd: int, told: int) -> None:
     """Work, write, and leave at once, whatever happens here."""
     try:
         devnull = os.open(os.devnull, os.O_RDWR)
         for stream in (0, 1, 2):  # the parent speaks for the search: its errors, its output
             os.dup2(devnull, stream)
-        answer = work()
-        view = memoryview(_LENGTH.pack(len(answer)) + answer)
-        while view:
-            view = view[os.write(fd, view) :]
+        answer = work(lambda: _read_message(told))
+        _write_all(fd, _LENGTH.pack(len(answer)) + answer)
     except BaseException:  # noqa: BLE001 - the parent learns of it by the missing answer
         pass
     finally:

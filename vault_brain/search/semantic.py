@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -15,7 +16,7 @@ from vault_brain.embed.early import Early, EarlyFailed, can_fork
 from vault_brain.endpoint import waiting_at_most
 from vault_brain.errors import Unavailable
 from vault_brain.index.port import Index, VectorSearch
-from vault_brain.index.records import INSTANT, STRONG
+from vault_brain.index.records import INSTANT, STRONG, Filters
 from vault_brain.search.base import ArmResult, LazyPool, NoteHit, Request, collapse
 from vault_brain.search.calibration import bank_weight, fitted_scale, vector_evidence
 from vault_brain.search.fit import bank_likeness, bank_matrix, stored_fit
@@ -138,28 +139,39 @@ class VectorArm:
                 return False
         return can_fork()
 
-    def begin_early(self, index: Index, request: Request) -> None:
-        """This arm's whole answer to `request`, begun in a forked child (embed/early.py):
+    def begin_early(self, index: Index, request: Request, early: Early | None = None) -> None:
+        """This arm's whole answer to `request`, made in a forked child (embed/early.py):
         the query's vectors by the light encoders, the KNN on a connection of the child's
         own, the calibration; what `retrieve` then takes instead of working here, so a
-        one-shot search never imports numpy in this process. Called outside any read of
-        the index, before this process's own work on the search (the stat pass, the
-        full-text arm). Nothing when the index cannot tell whether it changed meanwhile
-        (Index.change_mark)."""
+        one-shot search never imports numpy in this process. `early`: a child forked
+        already, before this process opened the index (oneshot.py: it imported numpy and
+        loaded the models meanwhile), told the request now; else one is forked now.
+        Called outside any read of the index, before this process's own work on the
+        search (the stat pass, the full-text arm). Nothing when the index cannot tell
+        whether it changed meanwhile (Index.change_mark)."""
         self.discard_early()
-        mark = index.change_mark()
+        mark = index.change_mark()  # before the child reads: it reads once told, below
         if mark is None:
+            if early is not None:
+                early.discard()
             return
+        if early is None:
+            early = Early(lambda told: self.answer_elsewhere(index.read_elsewhere, told))
+        early.tell(_encode_request(request))
+        self._early = _EarlyArm(request, mark, index.change_mark, early)
 
-        def work() -> bytes:  # in the child
-            self._made = {}
-            with index.read_elsewhere() as reads:
-                ready = self._ready(reads)
-                if isinstance(ready, str):
-                    return _encode_answer(ready, self._aside(ready), {})
-                return _encode_answer(ready, self._answer(reads, request, ready), self._made)
-
-        self._early = _EarlyArm(request, mark, index.change_mark, Early(work))
+    def answer_elsewhere(
+        self, read: Callable[[], AbstractContextManager[VectorSearch]], told: Callable[[], bytes]
+    ) -> bytes:
+        """In a forked child: this arm's answer to the request its parent tells, on a read
+        of the child's own connection, for _early_answer."""
+        request = _decode_request(told())
+        self._made = {}
+        with read() as reads:
+            ready = self._ready(reads)
+            if isinstance(ready, str):
+                return _encode_answer(ready, self._aside(ready), {})
+            return _encode_answer(ready, self._answer(reads, request, ready), self._made)
 
     def discard_early(self) -> None:
         early, self._early = self._early, None
@@ -381,6 +393,17 @@ class VectorArm:
 # The child's answer on the pipe: a header's length, the header (JSON: Python's floats
 # printed exactly, so the same doubles come back), then each query vector's raw bytes.
 _HEADER = struct.Struct("<I")
+
+
+def _encode_request(request: Request) -> bytes:
+    f = request.filters
+    fields = [request.query, [list(f.tags), f.folder, f.since, f.until], request.depth]
+    return json.dumps([*fields, request.light]).encode()
+
+
+def _decode_request(data: bytes) -> Request:
+    query, (tags, folder, since, until), depth, light = json.loads(data)
+    return Request(query, Filters(tuple(tags), folder, since, until), depth, light=light)
 
 
 def _tiers_of(ready: list[_Ready] | str) -> list[list] | str:

@@ -541,6 +541,39 @@ class SqliteIndex:
                 pass
 
 
+class ForkedReader:
+    """The index as a process forked before its parent opened it reads it (index/factory.py
+    open_reader): a connection of its own per read, to a file that exists with this
+    schema; nothing made, moved, upgraded or written (the parent does that)."""
+
+    one_shot = True  # as SqliteIndex's: sqlite-vec answers, no vectors held in memory
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._matrices: dict[str, Any] = {}
+
+    matrix_of = SqliteIndex.matrix_of  # the query's noise level, where it is needed
+
+    @contextmanager
+    def read(self) -> Iterator[Reads]:
+        errors = binding_errors()
+        if not self.path.is_file():  # connecting would make an empty one
+            raise Unavailable(f"no index at {self.path} yet")
+        try:
+            conn = connect(self.path)
+        except errors as exc:
+            raise index_error(exc, self.path, "read") from exc
+        try:
+            conn.execute("BEGIN")
+            if _schema_version(conn) != SCHEMA_VERSION:
+                raise Unavailable("the index is of another schema")
+            yield Reads(conn, self)
+        except errors as exc:
+            raise index_error(exc, self.path, "read") from exc
+        finally:
+            conn.close()
+
+
 def _give_back_wal(conn: Connection) -> bool:
     """Copy the WAL into the database and truncate it, if no reader needs it right now (no
     waiting: best effort). Whether it did."""
