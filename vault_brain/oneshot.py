@@ -1,17 +1,15 @@
 """The vector arm of a one-shot CLI search, begun in a forked child before the Brain opens.
 
 `cli_search.run` forks it as soon as it knows the settings and that no watcher or server
-will answer: the child imports numpy and the arm's pieces (the longest part of its way:
-~40 and ~15 ms) and loads the light encoders of the tiers its own read of the index says
-will answer, while this process imports the service, opens the index and the Brain. The
-Brain then tells it the search's request (Brain.begin_query, search/semantic.py
-begin_early) and the child answers it on its own connection (opened after the fork: it
-shares no connection, file or thread with this process), as the forked child that the
-Brain begins itself would. The rest (which answer is taken, and when not) is
-search/semantic.py's.
-
-The child's pieces are made from the settings as the Brain makes its own (service.py
-answer_forked).
+will answer, once the service's modules are imported (the child inherits them; importing
+them again there cost more than the head start): the child imports numpy (the longest
+step of its way, ~40-60 ms) and loads the light encoders of the tiers its own read of the
+index says will answer, while this process makes the Brain and opens the index. The Brain
+then tells it the search's request (Brain.begin_query, search/semantic.py begin_early) and
+the child answers it on connections it opened itself (it shares no connection, file or
+thread with this process), as a child the Brain forks itself would. Which answer is taken,
+and when not, is search/semantic.py's; the child's pieces are made from the settings as
+the Brain makes its own (service.py answer_forked).
 """
 
 from __future__ import annotations
@@ -36,12 +34,13 @@ def begin(settings: Settings, mode: str | None) -> Early | None:
         return None
     if not can_fork():
         return None
+    from vault_brain import service  # noqa: F401 - imported next anyway; the child inherits it
+
     return Early(lambda told: _work(settings, told))
 
 
 def _work(settings: Settings, told: Callable[[], bytes]) -> bytes:
-    """In the child: numpy first (the longest import: the parent imports its own modules
-    meanwhile), then the service's part (service.py answer_forked)."""
+    """In the child: numpy (while the parent makes its Brain), then the service's part."""
     import numpy  # noqa: F401
 
     from vault_brain.service import answer_forked
