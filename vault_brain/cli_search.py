@@ -149,8 +149,33 @@ def run(
     if warm is not None:  # a watcher or server answered: no index or model loaded here
         _print_search(warm, warm.hits, 0, cut, None, json_out, explain)
         return
+    from vault_brain import oneshot
+
+    early = oneshot.begin(settings, mode)  # the vector arm's child, forked before the Brain
+    try:
+        text, result = _search_here(settings, query, asked, early, cut, max_tokens, json_out)
+    finally:
+        if early is not None:
+            early.discard()  # unless the Brain took it (then it is ended already)
+    _print_search(result, None, 0, cut, max_tokens, json_out, explain, text=text)
+    _leave_warm(settings, config)
+
+
+def _search_here(
+    settings: Settings,
+    query: str,
+    asked: dict[str, Any],
+    early: Any,
+    cut: float,
+    max_tokens: int | None,
+    json_out: bool,
+) -> tuple[str, Any]:
+    """The search in this process: (its text, its result)."""
+    explain = asked["explain"]
     with open_brain(settings) as brain, typed_values():
-        brain.begin_query(query, mode=mode)
+        picked = ("mode", "limit", "tags", "folder", "since", "until")
+        brain.begin_query(query, early=early, **{k: asked[k] for k in picked})
+        mode = asked["mode"]
         brain.refresh_if_unwatched(vectors=(mode or settings.search.mode) != "fts")
         result = brain.search(query, light_query=True, **asked)
 
@@ -168,8 +193,7 @@ def run(
                 _, text = fit_hits(result.hits, render, brain.count_tokens, max_tokens)
             except InvalidInput as exc:
                 raise fail(f"--max-tokens: {exc.message}", 2) from None
-    _print_search(result, None, 0, cut, max_tokens, json_out, explain, text=text)
-    _leave_warm(settings, config)
+    return text, result
 
 
 def _leave_warm(settings: Settings, config: str | None) -> None:

@@ -28,6 +28,7 @@ from vault_brain.config import Settings
 from vault_brain.contract import CONFLICT_CONTENT_MAX, MODES, SUMMARY_MAX, TITLE_MAX
 from vault_brain.embed import Embedder, make_embedder, make_strong_embedder
 from vault_brain.embed.cache import ModelCache
+from vault_brain.embed.early import Early
 from vault_brain.errors import (
     Conflict,
     Forbidden,
@@ -36,10 +37,10 @@ from vault_brain.errors import (
     NotFound,
     Unavailable,
 )
-from vault_brain.index.factory import open_index
+from vault_brain.index.factory import open_index, open_reader
 from vault_brain.index.hashes import text_hash
 from vault_brain.index.port import Index
-from vault_brain.index.records import INSTANT, Filters, NoteInfo
+from vault_brain.index.records import INSTANT, STRONG, Filters, NoteInfo
 from vault_brain.index.sync import Progress, SyncReport
 from vault_brain.indexer import Indexer
 from vault_brain.records import (
@@ -211,17 +212,42 @@ class Brain:
         except Exception as exc:  # noqa: BLE001 - a search says what is wrong, later
             log.warn("query_models_not_kept", error=str(exc)[:200])
 
-    def begin_query(self, query: str, *, mode: str | None = None) -> None:
-        """A one-shot search's first step: where a second core can run the start of the
-        in-process models whose tiers will answer, the query's vectors are begun in forked
-        processes now, beside this one's stat pass and full-text arm
-        (vault_brain/embed/early.py)."""
-        if not self.one_shot or (mode or self.settings.search.mode) == "fts":
-            return
-        with self.index.read() as reads:
-            wanted = self._vector_arm.early_wanted(reads)
-        if wanted:
-            self._vector_arm.begin_early(query, wanted)
+    def begin_query(
+        self,
+        query: str,
+        *,
+        mode: str | None = None,
+        limit: int | None = None,
+        tags: Sequence[str] = (),
+        folder: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        early: Early | None = None,
+    ) -> None:
+        """A one-shot search's first step, with the arguments `search(light_query=True)`
+        will get: where a second core can run it and the vector arm's in-process models
+        are not loaded here, the arm's whole answer is made in a forked process (search/
+        semantic.py begin_early), beside this one's stat pass and full-text arm; the
+        search takes it when the index did not change meanwhile. `early`: that process,
+        forked before this Brain was made (oneshot.py begin); it is this Brain's from now
+        on (told the request, or ended)."""
+        request = None
+        if self.one_shot and (mode or self.settings.search.mode) != "fts" and query.strip():
+            try:
+                filters = self._filters(tags, folder, since, until)
+            except (InvalidInput, NotFound):
+                filters = None  # the search says what is wrong
+            if filters is not None:
+                limit = limit or self.settings.search.limit
+                request = self.pipeline.request(query, limit=limit, filters=filters, light=True)
+        if request is not None:
+            with self.index.read() as reads:
+                if not self._vector_arm.early_wanted(reads):
+                    request = None
+        if request is not None:
+            self._vector_arm.begin_early(self.index, request, early)
+        elif early is not None:
+            early.discard()
 
     def refresh_if_unwatched(self, *, vectors: bool = True) -> bool:
         """When no watcher or server indexes this vault, bring the index in step now (and
@@ -924,6 +950,46 @@ class Brain:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _NotWaiting:
+    """The backoff of a process that has embedded nothing: never waiting."""
+
+    def waiting(self) -> bool:
+        return False
+
+    def failed(self) -> None:
+        pass
+
+
+def answer_forked(settings: Settings, told: Callable[[], bytes]) -> bytes:
+    """In a child forked before its parent made its Brain (oneshot.py): the vector arm's
+    answer to the request the parent's Brain tells it (Brain.begin_query), with the
+    models a Brain would make from `settings`, their light encoders loaded before it is
+    told (for the tiers its own read says will answer), and reads of the index on
+    connections of its own (nothing made, moved or written here). Its backoffs wait on
+    nothing (it has embedded nothing); the parent takes the answer only on the tiers
+    that answer there too."""
+    cache = ModelCache.under(settings.embed.cache_dir)
+    arm = VectorArm(
+        make_embedder(settings.embed),
+        _NotWaiting(),
+        strong=make_strong_embedder(settings.embed, cache),
+        strong_backoff=_NotWaiting(),
+        cache=cache,
+    )
+    index = open_reader(settings)
+    with index.read() as reads:
+        tiers = arm.tiers(reads)
+    for tier in tiers:
+        embedder = arm.strong if tier == STRONG else arm.embedder
+        load = getattr(embedder, "load_light", None) or getattr(embedder, "load", None)
+        if load is not None:
+            try:
+                load()
+            except Exception:  # noqa: BLE001 - the arm meets it again, and gives no answer
+                pass
+    return arm.answer_elsewhere(index.read, told)
 
 
 def _ambiguous(ref: str, what: str, infos: Sequence[NoteInfo]) -> InvalidInput:

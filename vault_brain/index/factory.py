@@ -8,9 +8,10 @@ package under index/ with an `open_index(settings, *, one_shot)` and one line be
 from __future__ import annotations
 
 from importlib import import_module
+from typing import Any
 
 from vault_brain.config import Settings, is_server_url
-from vault_brain.errors import ConfigError
+from vault_brain.errors import ConfigError, Unavailable
 from vault_brain.index.port import Index
 
 FILE_BACKEND = "vault_brain.index.sqlite"
@@ -43,3 +44,15 @@ def open_index(settings: Settings, *, one_shot: bool = False) -> Index:
     searches (SQLite: the in-memory vector matrix)."""
     backend = import_module(backend_of(settings.index_location))
     return backend.open_index(settings, one_shot=one_shot)
+
+
+def open_reader(settings: Settings) -> Any:
+    """Reads of the vault's index as it is, for a process forked before its parent opened
+    the index (oneshot.py): `.read()` as Index.read() on connections of its own; nothing
+    made, moved, upgraded or written. Unavailable where the index is not there yet, is of
+    another schema, or its backend offers no such reader (a server's)."""
+    backend = import_module(backend_of(settings.index_location))
+    opener = getattr(backend, "open_reader", None)
+    if opener is None:
+        raise Unavailable("this index backend has no reader for a forked process")
+    return opener(settings)

@@ -446,6 +446,19 @@ class Index(Protocol):
         """Every read role on one consistent snapshot; never waits for a writer."""
         ...
 
+    def read_elsewhere(self) -> AbstractContextManager[Reads]:
+        """A read as `read()` gives, on a connection opened for it alone: a forked child's,
+        which must never use its parent's connections. Only where change_mark() is not
+        None."""
+        ...
+
+    def change_mark(self) -> object | None:
+        """A value that stays equal while nobody (no connection of any process) commits
+        to the index: equal before and after, every read begun in between saw the same
+        data, whichever connection or process read. None when the store cannot say
+        (Postgres): no read elsewhere then stands in for one here."""
+        ...
+
     def beside(self, reads: Reads) -> AbstractContextManager[Reads | None]:
         """A second read on the snapshot of `reads` (an open `read()`), for another thread
         to query at the same time, or None: the store cannot share a snapshot between

@@ -7,8 +7,6 @@ the final write takes the index's write transaction, never the model call."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from vault_brain.embed.base import Embedder
 from vault_brain.index.leads import Leads
 from vault_brain.index.port import Index
@@ -63,6 +61,9 @@ def embed_batch(
     cached = {h: v for h, v in cached.items() if len(v) == width}
     missing = [p for p in pending if p.text_hash not in cached]
     if missing:
+        # numpy only here: a one-shot search's refresh with nothing to embed never loads it.
+        import numpy as np
+
         # Identical chunk texts (boilerplate) are embedded once.
         unique: dict[str, str] = {}
         for p in missing:

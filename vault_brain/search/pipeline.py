@@ -52,8 +52,7 @@ class SearchPipeline:
         light: bool = False,
     ) -> Found:
         started = time.perf_counter()
-        depth = max(self.settings.candidates, limit * 15)  # candidate chunks per arm
-        request = Request(query, filters, depth, light=light)
+        request = self.request(query, limit=limit, filters=filters, light=light)
         with self.index.read() as reads:
             arms = [self.arms[name] for name in MODE_ARMS[mode]]
             if len(arms) > 1:
@@ -79,6 +78,11 @@ class SearchPipeline:
         )
         tier = next((r.tier for r in answered if r.tier), None)
         return Found(hits, bool(reasons), reasons[0] if reasons else None, tier)
+
+    def request(self, query: str, *, limit: int, filters: Filters, light: bool) -> Request:
+        """What each arm is asked for a search of `limit` hits (run's)."""
+        depth = max(self.settings.candidates, limit * 15)  # candidate chunks per arm
+        return Request(query, filters, depth, light=light)
 
     def _retrieve(self, arms: list[Arm], reads: Reads, request: Request) -> list[ArmResult]:
         """Each arm's answer. With two arms and a second read on the same snapshot

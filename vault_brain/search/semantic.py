@@ -4,15 +4,19 @@ vectors not built yet or of another model, or an endpoint that is failing or slo
 
 from __future__ import annotations
 
+import json
+import struct
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vault_brain.embed.base import Embedder, embed_queries
-from vault_brain.embed.early import EarlyFailed, EarlyQuery, can_fork
+from vault_brain.embed.early import Early, EarlyFailed, can_fork
 from vault_brain.endpoint import waiting_at_most
 from vault_brain.errors import Unavailable
-from vault_brain.index.port import VectorSearch
-from vault_brain.index.records import INSTANT, STRONG
+from vault_brain.index.port import Index, VectorSearch
+from vault_brain.index.records import INSTANT, STRONG, Filters
 from vault_brain.search.base import ArmResult, LazyPool, NoteHit, Request, collapse
 from vault_brain.search.calibration import bank_weight, fitted_scale, vector_evidence
 from vault_brain.search.fit import bank_likeness, bank_matrix, stored_fit
@@ -63,6 +67,21 @@ class _Ready:
     dim: int  # of the vectors the tier's table holds
 
 
+@dataclass(frozen=True)
+class _EarlyArm:
+    """The arm's answer to `request`, begun in a forked child (begin_early)."""
+
+    request: Request
+    mark: object  # the index's change_mark() before the fork
+    mark_now: Callable[[], object]
+    child: Early
+
+
+class _GiveUp(Exception):
+    """In the child: an embedding failed. The child gives no answer, and this process
+    embeds (and backs the model off, and says so) as it would have."""
+
+
 class VectorArm:
     name = "vector"
 
@@ -82,7 +101,9 @@ class VectorArm:
         self.strong = strong
         self.strong_backoff = strong_backoff
         self._pool = LazyPool(2, "query-embed")
-        self._early: dict[str, EarlyQuery] = {}  # by model name
+        self._early: _EarlyArm | None = None
+        self._given: dict[str, np.ndarray] = {}  # the query's vectors a child made, by model
+        self._made: dict[str, np.ndarray] | None = None  # in the child: the vectors it makes
 
     def tiers(self, reads: VectorSearch) -> tuple[str, ...]:
         """The tiers that answer now: the strong one alone when it covers the vault; both,
@@ -106,40 +127,80 @@ class VectorArm:
             return STRONG, self.strong, self.strong_backoff
         return INSTANT, self.embedder, self.backoff
 
-    def early_wanted(self, reads: VectorSearch) -> list[Embedder]:
-        """The in-process models, not loaded yet, of the tiers that will answer: a one-shot
-        CLI search may have its query's (light) vectors by them made early (begin_early)."""
-        wanted = []
+    def early_wanted(self, reads: VectorSearch) -> bool:
+        """Whether a one-shot CLI search may have this arm's answer made by a forked child
+        (begin_early): every tier that will answer has an in-process model, not loaded
+        here yet, and a second core may run the child."""
         for name in self.tiers(reads):
             embedder = self.strong if name == STRONG else self.embedder
             if embedder is None or getattr(embedder, "remote", False):
-                continue
-            if not getattr(embedder, "light_loaded", getattr(embedder, "loaded", True)):
-                wanted.append(embedder)
-        return wanted if wanted and can_fork() else []
+                return False
+            if getattr(embedder, "light_loaded", getattr(embedder, "loaded", True)):
+                return False
+        return can_fork()
 
-    def begin_early(self, query: str, embedders: list[Embedder]) -> None:
-        """Each model's vector of `query`, begun in a forked child of its own
-        (embed/early.py) for _embed to take; called outside any read of the index, before
-        this process's own work on the search (the stat pass, the full-text arm)."""
+    def begin_early(self, index: Index, request: Request, early: Early | None = None) -> None:
+        """This arm's whole answer to `request`, made in a forked child (embed/early.py):
+        the query's vectors by the light encoders, the KNN on a connection of the child's
+        own, the calibration; what `retrieve` then takes instead of working here, so a
+        one-shot search never imports numpy in this process. `early`: a child forked
+        already, before this process opened the index (oneshot.py: it imported numpy and
+        loaded the models meanwhile), told the request now; else one is forked now.
+        Called outside any read of the index, before this process's own work on the
+        search (the stat pass, the full-text arm). Nothing when the index cannot tell
+        whether it changed meanwhile (Index.change_mark)."""
         self.discard_early()
-        self._early = {e.name: EarlyQuery(e, query, light=True) for e in embedders}
+        mark = index.change_mark()  # before the child reads: it reads once told, below
+        if mark is None:
+            if early is not None:
+                early.discard()
+            return
+        if early is None:
+            early = Early(lambda told: self.answer_elsewhere(index.read_elsewhere, told))
+        early.tell(_encode_request(request))
+        self._early = _EarlyArm(request, mark, index.change_mark, early)
+
+    def answer_elsewhere(
+        self, read: Callable[[], AbstractContextManager[VectorSearch]], told: Callable[[], bytes]
+    ) -> bytes:
+        """In a forked child: this arm's answer to the request its parent tells, on a read
+        of the child's own connection, for _early_answer."""
+        request = _decode_request(told())
+        self._made = {}
+        with read() as reads:
+            ready = self._ready(reads)
+            if isinstance(ready, str):
+                return _encode_answer(ready, self._aside(ready), {})
+            return _encode_answer(ready, self._answer(reads, request, ready), self._made)
 
     def discard_early(self) -> None:
-        early, self._early = self._early, {}
-        for child in early.values():
-            child.discard()
+        early, self._early = self._early, None
+        if early is not None:
+            early.child.discard()
 
-    def _take_early(self, embedder: Embedder, query: str) -> np.ndarray | None:
-        """The early vector when it is this query's by this model, else None."""
-        early = self._early.get(embedder.name)
-        if early is None or early.query != query:
+    def _early_answer(self, request: Request, ready: list[_Ready]) -> ArmResult | None:
+        """The child's answer when it is this request's, on the tiers that answer here, and
+        nobody committed to the index between the fork and now (so the child read the same
+        data as this search's snapshot: Index.change_mark). Else None: the arm works here,
+        on the child's query vectors when it made them."""
+        early, self._early = self._early, None
+        if early is None:
             return None
-        del self._early[embedder.name]
+        if early.request != request:
+            early.child.discard()
+            return None
         try:
-            return early.result()[0]
-        except EarlyFailed:
+            answer = early.child.result()
+            tiers, result, vectors = _decode_answer(answer)
+        except (EarlyFailed, ValueError, KeyError, TypeError, IndexError):
             return None  # embedded here instead, as without it
+        if tiers == _tiers_of(ready) and early.mark_now() == early.mark:
+            return result
+        try:
+            self._given = _vectors_of(answer, vectors)
+        except (ValueError, TypeError):
+            pass  # embedded here
+        return None
 
     def _ready(self, reads: VectorSearch) -> list[_Ready] | str:
         """The tiers that answer now and what each needs, or why the arm steps aside (a
@@ -194,7 +255,22 @@ class VectorArm:
     def retrieve(self, reads: VectorSearch, request: Request) -> ArmResult:
         ready, futures = request.begun.get(self.name) or (self._ready(reads), None)
         if isinstance(ready, str):
+            self.discard_early()
             return self._aside(ready)
+        if futures is None and (early := self._early_answer(request, ready)) is not None:
+            return early
+        try:
+            return self._answer(reads, request, ready, futures)
+        finally:
+            self._given = {}
+
+    def _answer(
+        self,
+        reads: VectorSearch,
+        request: Request,
+        ready: list[_Ready],
+        futures: list[Future | None] | None = None,
+    ) -> ArmResult:
         results = [
             self._retrieve_tier(reads, request, r, futures[i] if futures else None)
             for i, r in enumerate(ready)
@@ -285,8 +361,15 @@ class VectorArm:
         """The query's vector (by the light encoder for a CLI search): in this thread, or
         from a remote endpoint (begun already or asked now) within a deadline."""
         deadline = QUERY_DEADLINE_SECONDS
-        if future is None and light and (early := self._take_early(embedder, query)) is not None:
-            return early
+        if future is None and (given := self._given.pop(embedder.name, None)) is not None:
+            return given  # a child's, of this query by this model's light encoder
+        if self._made is not None:  # in the child: at once, and any failure is the parent's
+            try:
+                vector = embed_queries(embedder, [query], light=light)[0]
+            except Exception as exc:
+                raise _GiveUp(str(exc)) from exc
+            self._made[embedder.name] = vector
+            return vector
         if future is None:
             if not getattr(embedder, "remote", False):
                 load = (light and getattr(embedder, "load_light", None)) or getattr(
@@ -305,6 +388,85 @@ class VectorArm:
     def close(self) -> None:
         self.discard_early()
         self._pool.close()
+
+
+# The child's answer on the pipe: a header's length, the header (JSON: Python's floats
+# printed exactly, so the same doubles come back), then each query vector's raw bytes.
+_HEADER = struct.Struct("<I")
+
+
+def _encode_request(request: Request) -> bytes:
+    f = request.filters
+    fields = [request.query, [list(f.tags), f.folder, f.since, f.until], request.depth]
+    return json.dumps([*fields, request.light]).encode()
+
+
+def _decode_request(data: bytes) -> Request:
+    query, (tags, folder, since, until), depth, light = json.loads(data)
+    return Request(query, Filters(tuple(tags), folder, since, until), depth, light=light)
+
+
+def _tiers_of(ready: list[_Ready] | str) -> list[list] | str:
+    return ready if isinstance(ready, str) else [[r.tier, r.embedder.name, r.dim] for r in ready]
+
+
+def _exact(value: float) -> float:
+    """Only a Python float crosses as it is (a numpy scalar would print, round and add
+    otherwise in the parent): anything else and the child gives no answer."""
+    if type(value) is not float:
+        raise TypeError(f"not a float: {type(value).__name__}")
+    return value
+
+
+def _encode_answer(
+    ready: list[_Ready] | str, result: ArmResult, vectors: dict[str, np.ndarray]
+) -> bytes:
+    """In the child: the tiers that answered, the arm's result, the query's vectors."""
+    import numpy as np
+
+    arrays = {name: np.ascontiguousarray(v) for name, v in vectors.items()}
+    header = {
+        "tiers": _tiers_of(ready),
+        "name": result.name,
+        "hits": [[int(h.note_rowid), int(h.chunk_rowid), _exact(h.score)] for h in result.hits],
+        "degraded": result.degraded,
+        "tier": result.tier,
+        "evidence": [[int(n), _exact(e)] for n, e in result.evidence.items()],
+        "calibrated": bool(result.calibrated),
+        "vectors": [[name, a.dtype.str, list(a.shape)] for name, a in arrays.items()],
+    }
+    raw = json.dumps(header).encode()
+    return b"".join([_HEADER.pack(len(raw)), raw, *(a.tobytes() for a in arrays.values())])
+
+
+def _decode_answer(data: bytes) -> tuple[list[list] | str, ArmResult, list[list]]:
+    """In the parent, without numpy: (tiers, the arm's result, the vectors' layout)."""
+    (size,) = _HEADER.unpack_from(data)
+    header = json.loads(data[_HEADER.size : _HEADER.size + size])
+    result = ArmResult(
+        header["name"],
+        [NoteHit(n, c, float(s)) for n, c, s in header["hits"]],
+        degraded=header["degraded"],
+        tier=header["tier"],
+        evidence={n: float(e) for n, e in header["evidence"]},
+        calibrated=header["calibrated"],
+    )
+    return header["tiers"], result, header["vectors"]
+
+
+def _vectors_of(data: bytes, layout: list[list]) -> dict[str, np.ndarray]:
+    """The child's query vectors, for this process to search with (numpy: needed then)."""
+    import numpy as np
+
+    (size,) = _HEADER.unpack_from(data)
+    at = _HEADER.size + size
+    out = {}
+    for name, dtype, shape in layout:
+        count = int(np.prod(shape))
+        vector = np.frombuffer(data, dtype=np.dtype(dtype), count=count, offset=at)
+        out[name] = vector.reshape(shape).copy()
+        at += vector.nbytes
+    return out
 
 
 def merge_tiers(results: list[ArmResult], rule: str, evidence_rule: str = "strong") -> ArmResult:

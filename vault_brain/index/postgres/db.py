@@ -316,6 +316,18 @@ class PostgresIndex:
                     pass
 
     @contextmanager
+    def read_elsewhere(self) -> Iterator[Reads]:
+        """Not offered (change_mark is None): a forked child would need a snapshot
+        exported to it, and a connection of its own costs more than a one-shot search
+        gains."""
+        raise Unavailable("no read elsewhere on a Postgres index")
+        yield  # pragma: no cover - a generator, for contextmanager
+
+    def change_mark(self) -> None:
+        """None: no read elsewhere stands in for one here (see read_elsewhere)."""
+        return None
+
+    @contextmanager
     def beside(self, reads: Reads) -> Iterator[Reads | None]:
         """A second read on `reads`' snapshot (exported, and imported by another pooled
         connection), for another thread to query while `reads` is busy: a hybrid search's

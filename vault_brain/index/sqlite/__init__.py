@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from vault_brain.config import Settings
-    from vault_brain.index.sqlite.db import SqliteIndex
+    from vault_brain.index.sqlite.db import ForkedReader, SqliteIndex
 
 
 def open_index(settings: Settings, *, one_shot: bool = False) -> SqliteIndex:
@@ -27,3 +27,13 @@ def open_index(settings: Settings, *, one_shot: bool = False) -> SqliteIndex:
         mark_folder(path.parent, settings.vault_path)
     move_vault_index(settings.vault_index_path, path)
     return SqliteIndex(path, one_shot=one_shot)
+
+
+def open_reader(settings: Settings) -> ForkedReader:
+    """Reads of the index file as it is (index/factory.py open_reader)."""
+    from vault_brain.index.sqlite.db import ForkedReader
+
+    path = settings.index_path
+    if path is None:
+        raise ValueError("the SQLite backend needs a file path, not a server URL")
+    return ForkedReader(path)

@@ -344,6 +344,7 @@ class SqliteIndex:
         self._matrices: dict[str, Any] = {}
         self._pool = reader_pool(lambda: connect(self.path), readers)
         self._closed = False
+        self._commits = 0  # by this process (change_mark)
         # One indexer per vault: an flock beside the index file (index/sqlite/lock.py).
         self._lock = IndexerLock(self.path.parent / LOCK_NAME)
 
@@ -397,6 +398,38 @@ class SqliteIndex:
                 raise index_error(exc, self.path, "read") from exc
 
     @contextmanager
+    def read_elsewhere(self) -> Iterator[Reads]:
+        """A read on a connection of its own, opened for it and closed after: a forked
+        child's (search/semantic.py), which must not touch its parent's connections. Its
+        parent keeps its own open until the child is reaped (a child's connection shares
+        its parent's file locks in SQLite's bookkeeping, not in the kernel's)."""
+        errors = binding_errors()
+        try:
+            conn = connect(self.path)
+        except errors as exc:
+            raise index_error(exc, self.path, "read") from exc
+        try:
+            conn.execute("BEGIN")
+            yield Reads(conn, self)
+        except errors as exc:
+            raise index_error(exc, self.path, "read") from exc
+        finally:
+            conn.close()
+
+    def change_mark(self) -> tuple[int, int] | None:
+        """The same value as long as no connection, of any process, commits to the index:
+        this process's commits counted, and the write connection's `PRAGMA data_version`
+        (which moves when another connection commits). None once closed."""
+        with self._write_lock:
+            if self._closed:
+                return None
+            try:
+                version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+            except binding_errors():
+                return None
+            return self._commits, version
+
+    @contextmanager
     def beside(self, reads: Reads) -> Iterator[None]:
         """No second connection shares a SQLite read's snapshot: the caller reads in turn
         (and a search's statements here take a few milliseconds of this process's CPU,
@@ -426,6 +459,8 @@ class SqliteIndex:
                 except BaseException:
                     _rollback(conn)
                     raise
+                finally:
+                    self._commits += 1  # a failed COMMIT too: the mark only ever moves
             except errors as exc:
                 if is_full(exc):
                     self._wal_overgrown = True
@@ -504,6 +539,39 @@ class SqliteIndex:
                 self._conn.close()
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
+
+
+class ForkedReader:
+    """The index as a process forked before its parent opened it reads it (index/factory.py
+    open_reader): a connection of its own per read, to a file that exists with this
+    schema; nothing made, moved, upgraded or written (the parent does that)."""
+
+    one_shot = True  # as SqliteIndex's: sqlite-vec answers, no vectors held in memory
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._matrices: dict[str, Any] = {}
+
+    matrix_of = SqliteIndex.matrix_of  # the query's noise level, where it is needed
+
+    @contextmanager
+    def read(self) -> Iterator[Reads]:
+        errors = binding_errors()
+        if not self.path.is_file():  # connecting would make an empty one
+            raise Unavailable(f"no index at {self.path} yet")
+        try:
+            conn = connect(self.path)
+        except errors as exc:
+            raise index_error(exc, self.path, "read") from exc
+        try:
+            conn.execute("BEGIN")
+            if _schema_version(conn) != SCHEMA_VERSION:
+                raise Unavailable("the index is of another schema")
+            yield Reads(conn, self)
+        except errors as exc:
+            raise index_error(exc, self.path, "read") from exc
+        finally:
+            conn.close()
 
 
 def _give_back_wal(conn: Connection) -> bool:
