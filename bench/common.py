@@ -16,6 +16,7 @@ import statistics
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -272,6 +273,33 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
     }
+
+
+def timed_process(argv: list[str], env: dict, cwd: str | Path) -> tuple[float, float, bytes, bytes]:
+    """(wall s, CPU s of the process and its reaped children, stdout, stderr) of one whole
+    process; exits saying why when it fails."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(argv[:6])} failed: {stderr[-800:]!r}")
+    return wall, usage.ru_utime + usage.ru_stime, stdout, stderr
+
+
+def qmd_search(
+    qmd: str, query: str, vault: str, node_bin: str | None, qmd_env: Sequence[str]
+) -> tuple[list[str], dict[str, str]]:
+    """qmd's one-shot `search` of the collection named as the vault's folder: (argv, env),
+    with Node 22 first on PATH and the NAME=VALUE pairs given for qmd."""
+    env = dict(os.environ, **dict(kv.split("=", 1) for kv in qmd_env))
+    if node_bin:
+        env["PATH"] = node_bin + os.pathsep + env["PATH"]
+    return [qmd, "search", query, "--json", "-c", Path(vault).name], env
 
 
 def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:

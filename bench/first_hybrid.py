@@ -35,14 +35,12 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import machine, markdown_table, write_json  # noqa: E402
+from bench.common import machine, markdown_table, timed_process, write_json  # noqa: E402
 
 # Runs in the probe process (PYTHONPATH = the checkout): wraps the parts it times, then
 # runs the CLI's own search. Each part's CPU-ms is summed over its calls; what a part
@@ -111,21 +109,6 @@ def environment(code: Path, cache_home: str, config_home: str | None, models: Pa
     return env
 
 
-def timed(argv: list[str], env: dict, cwd: Path) -> tuple[float, float, bytes, bytes]:
-    """(wall s, CPU s, stdout, stderr) of one process."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - started
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read(), err.read()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(argv[:6])} failed: {stderr[-800:]!r}")
-    return wall, usage.ru_utime + usage.ru_stime, stdout, stderr
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--vault", required=True)
@@ -149,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     # Untimed: each checkout's model files built, and its answer with raw scores kept.
     answers = {}
     for label, (code, env) in codes.items():
-        _, _, answer, _ = timed([*search, "--explain"], env, code)
+        _, _, answer, _ = timed_process([*search, "--explain"], env, code)
         answers[label] = hashlib.sha256(answer).hexdigest()[:16]
     same = len(set(answers.values())) == 1
     runs: dict[str, list[tuple[float, float]]] = {label: [] for label in codes}
@@ -157,10 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     loads = []
     for _ in range(args.rounds):
         for label, (code, env) in codes.items():
-            wall, cpu, _, _ = timed(search, env, code)
+            wall, cpu, _, _ = timed_process(search, env, code)
             runs[label].append((wall, cpu))
             probe = [sys.executable, "-c", PROBE, json.dumps(words)]
-            _, _, _, err = timed(probe, env, code)
+            _, _, _, err = timed_process(probe, env, code)
             parts[label].append(json.loads(err.decode().strip().splitlines()[-1]))
         loads.append(os.getloadavg()[0])
     rows = []

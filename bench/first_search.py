@@ -36,13 +36,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import machine, markdown_table, write_json  # noqa: E402
+from bench.common import machine, markdown_table, qmd_search, timed_process, write_json  # noqa: E402
 
 QUERIES = (
     "lambda capture by reference",
@@ -69,21 +68,6 @@ sys.argv = ["vault-brain", *sys.argv[1:]]
 from vault_brain import entry
 getattr(entry, "command", entry.main)()  # the executable's own entry, where a checkout has it
 """
-
-
-def timed(argv: list[str], env: dict, cwd: str) -> tuple[float, float, bytes]:
-    """(wall s, CPU s, stdout) of one process."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - started
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read(), err.read()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(argv[:6])} failed: {stderr[-800:]!r}")
-    return wall, usage.ru_utime + usage.ru_stime, stdout
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         for query in QUERIES:
             for mode, flags in modes.items():
                 words = ["search", query, "--json", "--explain", *flags, "--vault", vault]
-                _, _, out = timed([*python, *words], env, code)
+                _, _, out, _ = timed_process([*python, *words], env, code)
                 answers.setdefault(f"{mode}: {query}", {})[label] = hashlib.sha256(out).hexdigest()[
                     :16
                 ]
@@ -147,11 +131,8 @@ def main(argv: list[str] | None = None) -> int:
 
     qmd = None
     if args.qmd:
-        qenv = dict(os.environ, **dict(kv.split("=", 1) for kv in args.qmd_env))
-        if args.node_bin:
-            qenv["PATH"] = args.node_bin + os.pathsep + qenv["PATH"]
-        qmd = ([args.qmd, "search", args.query, "--json", "-c", Path(vault).name], qenv)
-        timed(qmd[0], qmd[1], tempfile.gettempdir())
+        qmd = qmd_search(args.qmd, args.query, vault, args.node_bin, args.qmd_env)
+        timed_process(qmd[0], qmd[1], tempfile.gettempdir())
     runs: dict[str, list[tuple[float, float]]] = {}
     loads = []
     for round_ in range(args.rounds):
@@ -161,10 +142,10 @@ def main(argv: list[str] | None = None) -> int:
         for mode, flags in modes.items():
             for label, (code, env) in order:
                 words = ["search", args.query, "--json", *flags, "--vault", vault]
-                wall, cpu, _ = timed([*python, *words], env, code)
+                wall, cpu, _, _ = timed_process([*python, *words], env, code)
                 runs.setdefault(f"{mode}: {label}", []).append((wall, cpu))
         if qmd:
-            wall, cpu, _ = timed(qmd[0], qmd[1], tempfile.gettempdir())
+            wall, cpu, _, _ = timed_process(qmd[0], qmd[1], tempfile.gettempdir())
             runs.setdefault("qmd search (full text, its one mode)", []).append((wall, cpu))
         loads.append(round(os.getloadavg()[0], 2))
     qmd_wall = (

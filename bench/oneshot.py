@@ -37,7 +37,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import REPO, code_commit, machine, markdown_table, write_json  # noqa: E402
+from bench.common import REPO, code_commit, machine, markdown_table, qmd_search, write_json  # noqa: E402
 
 
 def timed(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, float, float]:
@@ -159,10 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     qmd = None
     if args.qmd:
-        qenv = dict(os.environ, **dict(kv.split("=", 1) for kv in args.qmd_env))
-        if args.node_bin:
-            qenv["PATH"] = args.node_bin + os.pathsep + qenv["PATH"]
-        qmd = ([args.qmd, "search", args.query, "--json", "-c", Path(vault).name], qenv)
+        qmd = qmd_search(args.qmd, args.query, vault, args.node_bin, args.qmd_env)
     # Once each, untimed: the page cache warm, model graphs built.
     for cmd in modes.values():
         no_resident(sock)

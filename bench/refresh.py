@@ -30,13 +30,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import machine, markdown_table, write_json  # noqa: E402
+from bench.common import machine, markdown_table, qmd_search, timed_process, write_json  # noqa: E402
 
 QUERY = "lambda capture by reference"
 
@@ -95,22 +94,6 @@ print(json.dumps(out))
 """
 
 
-def timed(argv: list[str], env: dict, cwd: str) -> tuple[float, float, bytes, bytes]:
-    """(wall s, CPU s of the process and its reaped children, stdout, stderr) of one
-    process."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - started
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read(), err.read()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(argv[:6])} failed: {stderr[-800:]!r}")
-    return wall, usage.ru_utime + usage.ru_stime, stdout, stderr
-
-
 def own_cpu(stderr: bytes) -> float:
     """The search process's own CPU s (SEARCH writes it), without its children's."""
     line = [x for x in stderr.decode().splitlines() if x.startswith("SELF_CPU ")][-1]
@@ -149,16 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "fts":
         words += ["--mode", "fts"]
     search = [sys.executable, "-c", SEARCH, *words]
-    answers = {label: timed(search, env, code)[2] for label, (code, env) in codes.items()}
+    answers = {label: timed_process(search, env, code)[2] for label, (code, env) in codes.items()}
     same_answers = len(set(answers.values())) == 1
 
     qmd = None
     if args.qmd:
-        qenv = dict(os.environ, **dict(kv.split("=", 1) for kv in args.qmd_env))
-        if args.node_bin:
-            qenv["PATH"] = args.node_bin + os.pathsep + qenv["PATH"]
-        qmd = ([args.qmd, "search", args.query, "--json", "-c", Path(vault).name], qenv)
-        timed(qmd[0], qmd[1], tempfile.gettempdir())
+        qmd = qmd_search(args.qmd, args.query, vault, args.node_bin, args.qmd_env)
+        timed_process(qmd[0], qmd[1], tempfile.gettempdir())
     runs: dict[str, list[tuple[float, float, float | None]]] = {}
     parts: dict[str, list[dict]] = {label: [] for label in codes}
     loads = []
@@ -167,13 +147,13 @@ def main(argv: list[str] | None = None) -> int:
         if round_ % 2:
             order.reverse()
         for label, (code, env) in order:
-            wall, cpu, _, err = timed(search, env, code)
+            wall, cpu, _, err = timed_process(search, env, code)
             runs.setdefault(f"{args.mode}: {label}", []).append((wall, cpu, own_cpu(err)))
         if qmd:
-            wall, cpu, _, _ = timed(qmd[0], qmd[1], tempfile.gettempdir())
+            wall, cpu, _, _ = timed_process(qmd[0], qmd[1], tempfile.gettempdir())
             runs.setdefault("qmd search", []).append((wall, cpu, None))
         for label, (code, env) in order:
-            _, _, out, _ = timed([sys.executable, "-c", PASS, vault], env, code)
+            _, _, out, _ = timed_process([sys.executable, "-c", PASS, vault], env, code)
             parts[label].append(json.loads(out))
         loads.append(round(os.getloadavg()[0], 2))
     qmd_wall = statistics.median(w for w, _, _ in runs["qmd search"]) if qmd else None

@@ -57,7 +57,7 @@ from vault_brain.records import (
 )
 from vault_brain.search.fulltext import FullTextArm
 from vault_brain.search.pipeline import SearchPipeline
-from vault_brain.search.semantic import VectorArm
+from vault_brain.search.semantic import VectorArm, query_loader
 from vault_brain.seen import VERSION, SeenVersions
 from vault_brain.summarize import make_summarizer
 from vault_brain.vault.paths import normalize_ref, resolve_folder_path
@@ -983,7 +983,7 @@ def answer_forked(settings: Settings, told: Callable[[], bytes]) -> bytes:
         tiers = arm.tiers(reads)
     for tier in tiers:
         embedder = arm.strong if tier == STRONG else arm.embedder
-        load = getattr(embedder, "load_light", None) or getattr(embedder, "load", None)
+        load = query_loader(embedder, light=True)
         if load is not None:
             try:
                 load()

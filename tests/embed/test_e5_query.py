@@ -105,21 +105,29 @@ def test_a_query_gets_the_same_bits_alone_or_in_a_batch(kept):
     assert not batch[2].any()  # an empty text is a zero row, as with the graph
 
 
-def test_light_queries_load_no_onnxruntime_and_leave_passages_to_the_graph(kept):
+def _light_query_in_a_new_process(kept, then: str) -> list[str]:
+    """The lines a fresh process prints after one light query (`v`, by `e`) with the kept
+    files in `kept`, running `then`."""
     code = (
         "import sys\n"
         "from pathlib import Path\n"
         "from vault_brain.embed.cache import ModelCache\n"
         "from vault_brain.embed.e5 import E5Embedder\n"
         f"e = E5Embedder(cache=ModelCache(Path({str(kept)!r})))\n"
-        "v = e.embed_light_queries(['how do I sync my notes'])\n"
-        "print(v.shape, e.light_loaded, 'onnxruntime' in sys.modules)\n"
-        "e.embed(['a passage'])\n"
-        "print('onnxruntime' in sys.modules)\n"
+        "v = e.embed_light_queries(['how do I sync my notes'])\n" + then
     )
-    out = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split("\n")
+
+
+def test_light_queries_load_no_onnxruntime_and_leave_passages_to_the_graph(kept):
+    out = _light_query_in_a_new_process(
+        kept,
+        "print(v.shape, e.light_loaded, 'onnxruntime' in sys.modules)\n"
+        "e.embed(['a passage'])\n"
+        "print('onnxruntime' in sys.modules)\n",
+    )
     assert out[0] == "(1, 384) True False"
     assert out[1] == "True"  # passages still go through the graph
 
@@ -151,19 +159,11 @@ def test_the_kept_file_is_stamped_where_built_and_trusted_by_the_next_process(tm
 def test_a_process_with_the_kept_file_builds_nothing(kept):
     """The next process maps the kept file: no quantisation (e5_graph, which making the
     file imports, after parsing the weights file), no SentencePiece, no onnxruntime."""
-    code = (
-        "import sys\n"
-        "from pathlib import Path\n"
-        "from vault_brain.embed.cache import ModelCache\n"
-        "from vault_brain.embed.e5 import E5Embedder\n"
-        f"e = E5Embedder(cache=ModelCache(Path({str(kept)!r})))\n"
-        "v = e.embed_light_queries(['how do I sync my notes'])\n"
+    (out, _) = _light_query_in_a_new_process(
+        kept,
         "print(v.shape, sorted(m for m in ('vault_brain.embed.e5_graph',\n"
-        "    'sentencepiece', 'onnxruntime') if m in sys.modules))\n"
+        "    'sentencepiece', 'onnxruntime') if m in sys.modules))\n",
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.strip()
     assert out == "(1, 384) []"
 
 

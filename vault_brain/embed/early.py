@@ -83,22 +83,12 @@ class Early:
         (_reap)."""
         if self._fd is None:
             raise EarlyFailed("already read")
-        data, whole = b"", None  # whole: the answer's length with its own, once read
         try:
-            while whole is None or len(data) < whole:
-                block = os.read(self._fd, 1 << 16)
-                if not block:
-                    break  # the child ended (or died)
-                data += block
-                if whole is None and len(data) >= _LENGTH.size:
-                    whole = _LENGTH.size + _LENGTH.unpack_from(data)[0]
+            return _read_message(self._fd, "the child ended without a whole answer")
         except OSError as exc:
             raise EarlyFailed(str(exc)) from None
         finally:
             self._close(kill=False)
-        if whole is None or len(data) != whole:
-            raise EarlyFailed("the child ended without a whole answer")
-        return data[_LENGTH.size :]
 
     def discard(self) -> None:
         self._close(kill=True)
@@ -145,13 +135,14 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _read_message(fd: int) -> bytes:
-    """A length-prefixed message, whole, or EarlyFailed (the writer closed first)."""
-    data, whole = b"", None
+def _read_message(fd: int, missing: str = "nothing was said") -> bytes:
+    """A length-prefixed message, whole, or EarlyFailed(missing) (the writer closed or
+    died first)."""
+    data, whole = b"", None  # whole: the message's length with its own, once read
     while whole is None or len(data) < whole:
         block = os.read(fd, 1 << 16)
         if not block:
-            raise EarlyFailed("nothing was said")
+            raise EarlyFailed(missing)
         data += block
         if whole is None and len(data) >= _LENGTH.size:
             whole = _LENGTH.size + _LENGTH.unpack_from(data)[0]

@@ -372,9 +372,7 @@ class VectorArm:
             return vector
         if future is None:
             if not getattr(embedder, "remote", False):
-                load = (light and getattr(embedder, "load_light", None)) or getattr(
-                    embedder, "load", None
-                )
+                load = query_loader(embedder, light=light)
                 if load is None:
                     return embed_queries(embedder, [query], light=light)[0]
                 load()  # the first load builds and checks the model: not a query's time
@@ -388,6 +386,12 @@ class VectorArm:
     def close(self) -> None:
         self.discard_early()
         self._pool.close()
+
+
+def query_loader(embedder: Embedder, *, light: bool) -> Callable[[], object] | None:
+    """The load of what a query's vector needs (the light encoder's for a CLI search,
+    where the model has one), or None for a model with nothing to load."""
+    return (light and getattr(embedder, "load_light", None)) or getattr(embedder, "load", None)
 
 
 # The child's answer on the pipe: a header's length, the header (JSON: Python's floats

@@ -403,18 +403,8 @@ class SqliteIndex:
         child's (search/semantic.py), which must not touch its parent's connections. Its
         parent keeps its own open until the child is reaped (a child's connection shares
         its parent's file locks in SQLite's bookkeeping, not in the kernel's)."""
-        errors = binding_errors()
-        try:
-            conn = connect(self.path)
-        except errors as exc:
-            raise index_error(exc, self.path, "read") from exc
-        try:
-            conn.execute("BEGIN")
-            yield Reads(conn, self)
-        except errors as exc:
-            raise index_error(exc, self.path, "read") from exc
-        finally:
-            conn.close()
+        with _read_on_own_connection(self.path, self) as reads:
+            yield reads
 
     def change_mark(self) -> tuple[int, int] | None:
         """The same value as long as no connection, of any process, commits to the index:
@@ -556,22 +546,32 @@ class ForkedReader:
 
     @contextmanager
     def read(self) -> Iterator[Reads]:
-        errors = binding_errors()
         if not self.path.is_file():  # connecting would make an empty one
             raise Unavailable(f"no index at {self.path} yet")
-        try:
-            conn = connect(self.path)
-        except errors as exc:
-            raise index_error(exc, self.path, "read") from exc
-        try:
-            conn.execute("BEGIN")
-            if _schema_version(conn) != SCHEMA_VERSION:
-                raise Unavailable("the index is of another schema")
-            yield Reads(conn, self)
-        except errors as exc:
-            raise index_error(exc, self.path, "read") from exc
-        finally:
-            conn.close()
+        with _read_on_own_connection(self.path, self, schema_checked=True) as reads:
+            yield reads
+
+
+@contextmanager
+def _read_on_own_connection(
+    path: Path, owner: Any, *, schema_checked: bool = False
+) -> Iterator[Reads]:
+    """One read transaction on a connection opened for it and closed after (a forked
+    child's reads: never its parent's connections)."""
+    errors = binding_errors()
+    try:
+        conn = connect(path)
+    except errors as exc:
+        raise index_error(exc, path, "read") from exc
+    try:
+        conn.execute("BEGIN")
+        if schema_checked and _schema_version(conn) != SCHEMA_VERSION:
+            raise Unavailable("the index is of another schema")
+        yield Reads(conn, owner)
+    except errors as exc:
+        raise index_error(exc, path, "read") from exc
+    finally:
+        conn.close()
 
 
 def _give_back_wal(conn: Connection) -> bool:
