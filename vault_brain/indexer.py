@@ -74,10 +74,10 @@ READ_WAIT_SECONDS = 2.0
 CALIBRATE_COVERAGE = 0.99
 # The strong tier's pending chunks per model call: a second or two of e5, so new notes get
 # their instant vectors (and the newest notes their strong leads) between calls. `index`
-# asks 64 at a time (cli._vector_phase): one call, not two of 32. Each call ends with a
-# thread waiting for the other's last pass and starts with the SQL and the tokenising
-# while both engines wait: ~2 % of the e5 phase's wall on two cores at 32 a call
-# (docs/benchmarks.md, "The e5 tier's rate, round 9").
+# asks 64 at a time (cli._vector_phase): one call, not two of 32. Each call starts with
+# the SQL and the tokenising while both engines wait (~5 ms at 32) and ends with a thread
+# waiting for the other's last pass (15-21 ms at 32, of a ~0.55 s call on two cores;
+# docs/benchmarks.md, "The e5 tier's rate, round 9").
 STRONG_BATCH = 64
 # What a failing endpoint raises; anything else is a bug and propagates.
 ENDPOINT_ERRORS = (Unavailable, OSError, ValueError, RuntimeError)

@@ -579,9 +579,9 @@ def balanced(batches: list[list[int]], lengths: list[int], workers: int) -> list
     """`batches` in the order `workers` threads should take them from one queue (each takes
     the next when it is free), so that they finish together: the largest first, and
     batches of several rows broken into rows alone, the smallest first, while that brings
-    the last thread's finish nearer (a batch's time goes with its tokens). With the
-    batches of a call in ascending order, one thread ran the last full batch alone while
-    the other waited: ~5 % of the e5 phase's wall on two cores (docs/benchmarks.md, "The
+    the last thread's finish nearer (a batch's time goes with its tokens). With a call's
+    batches in ascending order, one thread ran the last full batches alone while the other
+    waited: 15-21 ms of each ~0.55 s call of 32 cpp-docs chunks (docs/benchmarks.md, "The
     e5 tier's rate, round 9"). A row's vector does not depend on its batch (rows are
     quantised one by one, never padded), so the split changes no vector beyond rounding."""
 
