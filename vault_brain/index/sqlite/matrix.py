@@ -15,8 +15,8 @@ search, round 9").
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -257,13 +257,13 @@ def scan(
     ]
     counts = [int(np.count_nonzero(v)) for v in valid]
     total = sum(counts)
-    if total > max_rows or any(len(v) != size for v, (_, size, _, _) in zip(valid, slots)):
+    sizes = [size for _, size, _, _ in slots]
+    if total > max_rows or [len(v) for v in valid] != sizes:
         return None
     if total == 0:
         return VectorHits([], 0.0, 0.0)
-    chunks = np.concatenate(
-        [np.frombuffer(ids, dtype=np.int64)[:size][v] for v, (_, size, _, ids) in zip(valid, slots)]
-    )
+    rowids = [np.frombuffer(ids, dtype=np.int64)[:size] for _, size, _, ids in slots]
+    chunks = np.concatenate([r[v] for r, v in zip(rowids, valid, strict=True)])
     blocks = _valid_rows(reads.vector_slot_blobs(tier), slots, valid, counts, len(vector))
     try:
         scores = slice_products(blocks, total, vector)
@@ -276,7 +276,9 @@ def scan(
     found = chunks[top].tolist()
     notes = reads.chunk_notes(found)
     hits = [
-        ChunkHit(c, notes[c], s) for c, s in zip(found, scores[top].tolist()) if c in notes
+        ChunkHit(c, notes[c], s)
+        for c, s in zip(found, scores[top].tolist(), strict=True)
+        if c in notes  # (a vector whose chunk is gone: none, the store deletes both at once)
     ]
     return VectorHits(hits, median, spread)
 
@@ -295,7 +297,7 @@ def _valid_rows(
     """Each sqlite-vec chunk's valid rows, in order: a view where they lead the chunk
     unbroken (a chunk nothing was deleted from), else a copy."""
     blobs = iter(blobs)
-    for (chunk_id, size, _, _), v, n in zip(slots, valid, counts):
+    for (chunk_id, size, _, _), v, n in zip(slots, valid, counts, strict=True):
         got, blob = next(blobs, (None, b""))
         if got != chunk_id or len(blob) != 4 * size * width:
             raise _Layout(chunk_id)

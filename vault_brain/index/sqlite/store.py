@@ -653,13 +653,8 @@ class Reads:
     def filtered_chunk_rowids(self, filters: Filters) -> list[int]:
         """The chunks of the notes filtered_note_rowids gives."""
         where, params = filter_sql(filters)
-        return [
-            r[0]
-            for r in self._all(
-                f"SELECT c.rowid FROM chunks c JOIN notes n ON n.rowid = c.note_rowid WHERE {where}",
-                params,
-            )
-        ]
+        sql = f"SELECT c.rowid FROM chunks c JOIN notes n ON n.rowid = c.note_rowid WHERE {where}"
+        return [r[0] for r in self._all(sql, params)]
 
     def filtered_note_rowids(self, filters: Filters) -> list[int]:
         where, params = filter_sql(filters)
