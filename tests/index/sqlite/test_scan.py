@@ -147,11 +147,3 @@ def test_slice_products_are_each_slices_own_product():
     cuts = [0, 5, 300, 301, 700, len(rows)]
     blocks = [rows[a:b] for a, b in zip(cuts, cuts[1:], strict=False)]
     assert matrix.slice_products(blocks, len(rows), v).tobytes() == expected.tobytes()
-
-
-def test_a_second_reader_starts_at_a_whole_slice_nearest_the_middle():
-    s = matrix.SLICE_ROWS
-    assert matrix._split([4 * s, 4 * s, 4 * s, 10]) == 2
-    assert matrix._split([4 * s, 10]) == 1
-    assert matrix._split([4 * s - 1, 4 * s]) is None  # a hole before: one reader
-    assert matrix._split([4 * s]) is None

@@ -27,9 +27,6 @@ if TYPE_CHECKING:
     from vault_brain.index.sqlite.store import Reads
 
 MAX_ROWS = 400_000
-# A one-shot scan reads sqlite-vec's chunks on this many connections at once (the second
-# in a thread: the reads and products let go of the GIL), where its rows split at a slice.
-SCAN_THREADS = 2
 MAD_TO_SIGMA = 1.4826  # a normal distribution's standard deviation from its MAD
 # Many questions at once (nearest_each): their product with this many rows at a time.
 BLOCK_ROWS = 4096
@@ -267,33 +264,9 @@ def scan(
         return VectorHits([], 0.0, 0.0)
     rowids = [np.frombuffer(ids, dtype=np.int64)[:size] for _, size, _, ids in slots]
     chunks = np.concatenate([r[v] for r, v in zip(rowids, valid, strict=True)])
-    scores = np.empty(total, dtype=np.float32)
-    parts = [(0, len(slots))]
-    split = _split(counts)
-    if split is not None and SCAN_THREADS > 1:
-        parts = [(0, split), (split, len(slots))]
-    done: list[bool] = []
-
-    def scan_part(part_reads: Reads, part: tuple[int, int]) -> None:
-        first, end = part
-        at = sum(counts[:first])
-        rows = sum(counts[first:end])
-        blobs = part_reads.vector_slot_blobs(tier, slots[first][0], slots[end - 1][0])
-        part = slice(first, end)
-        blocks = _valid_rows(blobs, slots[part], valid[part], counts[part], len(vector))
-        slice_products(blocks, rows, vector, out=scores[at : at + rows])
-        done.append(True)
-
+    blocks = _valid_rows(reads.vector_slot_blobs(tier), slots, valid, counts, len(vector))
     try:
-        if len(parts) == 1:
-            scan_part(reads, parts[0])
-        else:
-            other = threading.Thread(target=_elsewhere, args=(reads, tier, parts[1], scan_part))
-            other.start()
-            scan_part(reads, parts[0])
-            other.join()
-            if len(done) < 2:  # another snapshot there, or it failed: here, after all
-                scan_part(reads, parts[1])
+        scores = slice_products(blocks, total, vector)
     except _Layout:
         return None
     usable = None
@@ -308,30 +281,6 @@ def scan(
         if c in notes  # (a vector whose chunk is gone: none, the store deletes both at once)
     ]
     return VectorHits(hits, median, spread)
-
-
-def _split(counts: list[int]) -> int | None:
-    """The sqlite-vec chunk nearest the middle of the rows where a second reader may start:
-    a whole number of slices before it (every chunk boundary, where nothing was deleted).
-    None: one reader."""
-    total = sum(counts)
-    at, best, off = 0, None, total
-    for i, n in enumerate(counts[:-1]):
-        at += n
-        if at % SLICE_ROWS == 0 and abs(2 * at - total) < off:
-            best, off = i + 1, abs(2 * at - total)
-    return best
-
-
-def _elsewhere(reads: Reads, tier: str, part: tuple[int, int], scan_part) -> None:  # noqa: ANN001
-    """In a thread: `part` of the scan on another read of the same index, when it holds the
-    same vectors (every write of a tier's vectors moves its epoch); else nothing."""
-    try:
-        with reads.another_read() as there:
-            if there is not None and there.vector_epoch(tier) == reads.vector_epoch(tier):
-                scan_part(there, part)
-    except Exception:  # noqa: BLE001 - the caller scans the part itself
-        pass
 
 
 class _Layout(Exception):
@@ -356,15 +305,12 @@ def _valid_rows(
         yield rows[:n] if v[:n].all() else rows[v]
 
 
-def slice_products(
-    blocks: Iterable[np.ndarray], total: int, vector: np.ndarray, out: np.ndarray | None = None
-) -> np.ndarray:
+def slice_products(blocks: Iterable[np.ndarray], total: int, vector: np.ndarray) -> np.ndarray:
     """The cosines of the rows `blocks` hold, in order (`total` rows in all), with the unit
     `vector`: SLICE_ROWS rows at a time from the first (the last slice shorter), each slice
-    a contiguous array of its own (a view of a block where it lies in one, else gathered);
-    into `out` when given."""
+    a contiguous array of its own (a view of a block where it lies in one, else gathered)."""
     v = np.asarray(vector, dtype=np.float32)
-    scores = np.empty(total, dtype=np.float32) if out is None else out
+    scores = np.empty(total, dtype=np.float32)
     gathered: np.ndarray | None = None
     filled = at = 0
     for rows in blocks:

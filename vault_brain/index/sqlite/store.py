@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from vault_brain.index.links import link_keys
@@ -632,28 +631,13 @@ class Reads:
             f"SELECT chunk_id, size, validity, rowids FROM {table}_chunks ORDER BY chunk_id"
         )
 
-    def vector_slot_blobs(
-        self, tier: str = INSTANT, first: int = 0, last: int = 2**62
-    ) -> Iterable[tuple[int, bytes]]:
+    def vector_slot_blobs(self, tier: str = INSTANT) -> Iterable[tuple[int, bytes]]:
         """(chunk id, its slots' float32 vectors, one after another), in vector_slots'
-        order, one at a time; the chunks from `first` to `last` (ids)."""
+        order, one at a time."""
         table = _tier(tier).table
         yield from self.conn.execute(  # type: ignore[attr-defined]
-            f"SELECT rowid, vectors FROM {table}_vector_chunks00 "
-            "WHERE rowid BETWEEN ? AND ? ORDER BY rowid",
-            (first, last),
+            f"SELECT rowid, vectors FROM {table}_vector_chunks00 ORDER BY rowid"
         )
-
-    @contextmanager
-    def another_read(self) -> Iterator[Reads | None]:
-        """A read of the same index on another connection (for a thread beside this one),
-        or None where its owner lends none. Its snapshot may be a later one."""
-        read = getattr(self._owner, "read", None)
-        if read is None:
-            yield None
-            return
-        with read() as reads:
-            yield reads
 
     def chunk_notes(self, chunk_rowids: Sequence[int]) -> dict[int, int]:
         """chunk rowid -> its note's rowid, for the chunks that exist."""
