@@ -1,21 +1,20 @@
 """The vector arm of a one-shot CLI search, begun in a forked child before the Brain opens.
 
 `cli_search.run` forks it as soon as it knows the settings and that no watcher or server
-will answer, with the vector arm's modules imported (this module's: the arm, the
-embedders, the index's factory; the child inherits them) but before the rest of the
-service (the indexer, the sync, the full-text arm, the pipeline), which only this process
-needs and imports after the fork. The child imports numpy (the longest step of its way,
-~45-55 ms) and loads the light encoders of the tiers its own read of the index says will
-answer, while this process imports the rest, makes the Brain and opens the index. The
-Brain then tells it the search's request (Brain.begin_query, search/semantic.py
-begin_early) and the child answers it on connections it opened itself (it shares no
-connection, file or thread with this process), as a child the Brain forks itself would.
-Which answer is taken, and when not, is search/semantic.py's; the child makes its arm from
-the settings as service.Brain makes its own.
+will answer, before it imports the service's modules: the child imports numpy (the longest
+step of its way, ~45-55 ms) and only the modules of the vector arm (`_answer`: the arm, the
+embedders, the index's reader; ~10 ms, while this process imports the whole service beside
+it), and loads the light encoders of the tiers its own read of the index says will answer,
+while this process makes the Brain and opens the index. The Brain then tells it the
+search's request (Brain.begin_query, search/semantic.py begin_early) and the child answers
+it on connections it opened itself (it shares no connection, file or thread with this
+process), as a child the Brain forks itself would. Which answer is taken, and when not, is
+search/semantic.py's; the child makes its arm from the settings as service.Brain makes its
+own.
 
-Forked after the whole service's import, the child began its chain ~12 ms later; forked
-before any of it, the child imported the arm's modules again (~20 CPU-ms more a search):
-docs/benchmarks.md, "The first search, round 9".
+Forked after the service's import instead, the child inherited those modules, but its chain
+began ~12 ms later, by the part of the service it never uses (the indexer, the sync, the
+full-text arm, the pipeline): docs/benchmarks.md, "The first search, round 9".
 """
 
 from __future__ import annotations
@@ -24,12 +23,7 @@ import gc
 from typing import TYPE_CHECKING
 
 from vault_brain.config import is_server_url
-from vault_brain.embed import make_embedder, make_strong_embedder
-from vault_brain.embed.cache import ModelCache
 from vault_brain.embed.early import Early, can_fork
-from vault_brain.index.factory import open_reader
-from vault_brain.index.records import STRONG
-from vault_brain.search.semantic import VectorArm, query_loader
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -76,6 +70,12 @@ def _answer(settings: Settings, told: Callable[[], bytes]) -> bytes:
     the index on connections of its own (nothing made, moved or written here). Its
     backoffs wait on nothing (it has embedded nothing); the parent takes the answer only
     on the tiers that answer there too."""
+    from vault_brain.embed import make_embedder, make_strong_embedder
+    from vault_brain.embed.cache import ModelCache
+    from vault_brain.index.factory import open_reader
+    from vault_brain.index.records import STRONG
+    from vault_brain.search.semantic import VectorArm, query_loader
+
     cache = ModelCache.under(settings.embed.cache_dir)
     arm = VectorArm(
         make_embedder(settings.embed),
