@@ -122,11 +122,6 @@ def _uses(path: Path, module: str) -> bool:
     return any(m == module or m.startswith(module + ".") for m in _imports(path))
 
 
-# The service, and its half that answers a one-shot search's vector arm in a child forked
-# before the service is imported (oneshot.py: the child imports only what that arm needs).
-SERVICE = ("service.py", "oneshot.py")
-
-
 def test_only_the_factory_opens_a_backend():
     """A backend is a package under index/ that index/factory.py alone opens (by name):
     a new one is a new folder and one line there, and no other file changes."""
@@ -139,7 +134,7 @@ def test_only_the_factory_opens_a_backend():
             assert not _uses(path, package), f"{rel} imports index/{backend}/"
     for path in _modules(""):
         rel = path.relative_to(PKG).as_posix()
-        if rel not in SERVICE and not rel.startswith("index/"):
+        if rel != "service.py" and not rel.startswith("index/"):
             assert not _uses(path, "vault_brain.index.factory"), f"{rel} opens an index itself"
 
 
@@ -178,7 +173,7 @@ def test_outside_index_only_the_port_and_backend_free_helpers_are_imported():
         if rel.parts[0] == "index":
             continue
         allowed = BACKEND_FREE | (
-            {"vault_brain.index.factory"} if rel.as_posix() in SERVICE else set()
+            {"vault_brain.index.factory"} if rel.name == "service.py" else set()
         )
         bad = _index_modules(path) - allowed
         assert not bad, f"{rel} imports {sorted(bad)}"

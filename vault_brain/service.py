@@ -37,10 +37,10 @@ from vault_brain.errors import (
     NotFound,
     Unavailable,
 )
-from vault_brain.index.factory import open_index
+from vault_brain.index.factory import open_index, open_reader
 from vault_brain.index.hashes import text_hash
 from vault_brain.index.port import Index
-from vault_brain.index.records import INSTANT, Filters, NoteInfo
+from vault_brain.index.records import INSTANT, STRONG, Filters, NoteInfo
 from vault_brain.index.sync import Progress, SyncReport
 from vault_brain.indexer import Indexer
 from vault_brain.records import (
@@ -57,7 +57,7 @@ from vault_brain.records import (
 )
 from vault_brain.search.fulltext import FullTextArm
 from vault_brain.search.pipeline import SearchPipeline
-from vault_brain.search.semantic import VectorArm
+from vault_brain.search.semantic import VectorArm, query_loader
 from vault_brain.seen import VERSION, SeenVersions
 from vault_brain.summarize import make_summarizer
 from vault_brain.vault.paths import normalize_ref, resolve_folder_path
@@ -950,6 +950,46 @@ class Brain:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _NotWaiting:
+    """The backoff of a process that has embedded nothing: never waiting."""
+
+    def waiting(self) -> bool:
+        return False
+
+    def failed(self) -> None:
+        pass
+
+
+def answer_forked(settings: Settings, told: Callable[[], bytes]) -> bytes:
+    """In a child forked before its parent made its Brain (oneshot.py): the vector arm's
+    answer to the request the parent's Brain tells it (Brain.begin_query), with the
+    models a Brain would make from `settings`, their light encoders loaded before it is
+    told (for the tiers its own read says will answer), and reads of the index on
+    connections of its own (nothing made, moved or written here). Its backoffs wait on
+    nothing (it has embedded nothing); the parent takes the answer only on the tiers
+    that answer there too."""
+    cache = ModelCache.under(settings.embed.cache_dir)
+    arm = VectorArm(
+        make_embedder(settings.embed),
+        _NotWaiting(),
+        strong=make_strong_embedder(settings.embed, cache),
+        strong_backoff=_NotWaiting(),
+        cache=cache,
+    )
+    index = open_reader(settings)
+    with index.read() as reads:
+        tiers = arm.tiers(reads)
+    for tier in tiers:
+        embedder = arm.strong if tier == STRONG else arm.embedder
+        load = query_loader(embedder, light=True)
+        if load is not None:
+            try:
+                load()
+            except Exception:  # noqa: BLE001 - the arm meets it again, and gives no answer
+                pass
+    return arm.answer_elsewhere(index.read, told)
 
 
 def _ambiguous(ref: str, what: str, infos: Sequence[NoteInfo]) -> InvalidInput:
