@@ -64,8 +64,8 @@ def test_a_one_shot_search_answers_as_the_server_does_without_loading_vectors(tm
             for mode in ("vector", "hybrid"):
                 a = server.search(query, mode=mode, tags=tags, limit=8, min_score=0.0)
                 b = one_shot.search(query, mode=mode, tags=tags, limit=8, min_score=0.0)
-                assert [h.path for h in a.hits] == [h.path for h in b.hits], (query, mode)
-                assert [round(h.score, 4) for h in a.hits] == [round(h.score, 4) for h in b.hits], (
+                # The same cosines to the bit: the one-shot scan is the matrix's arithmetic.
+                assert [(h.path, h.score) for h in a.hits] == [(h.path, h.score) for h in b.hits], (
                     query,
                     mode,
                 )

@@ -335,8 +335,8 @@ class SqliteIndex:
 
     def __init__(self, path: Path, *, readers: int = READERS, one_shot: bool = False) -> None:
         self.path = Path(path)
-        # A one-shot process (a CLI command) searches once: it asks sqlite-vec for the
-        # nearest chunks instead of reading every vector into memory first.
+        # A one-shot process (a CLI command) searches once: it scans sqlite-vec's chunks of
+        # vectors (matrix.scan) instead of holding a copy of them all first.
         self.one_shot = one_shot
         self._conn = open_database(self.path)
         self._write_lock = threading.Lock()
@@ -536,7 +536,7 @@ class ForkedReader:
     open_reader): a connection of its own per read, to a file that exists with this
     schema; nothing made, moved, upgraded or written (the parent does that)."""
 
-    one_shot = True  # as SqliteIndex's: sqlite-vec answers, no vectors held in memory
+    one_shot = True  # as SqliteIndex's: a scan of sqlite-vec's chunks, nothing held
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)

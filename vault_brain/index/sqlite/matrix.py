@@ -5,11 +5,17 @@ exact numpy scan of them is ~20x faster than sqlite-vec's brute-force scan here
 (docs/benchmarks.md). Every search gets one immutable snapshot (vectors, chunk rowids, note
 rowids), so a refresh in another thread can never mix two generations. Beyond MAX_ROWS
 vectors the caller falls back to sqlite-vec's own KNN.
+
+A one-shot process (the CLI) holds no copy: `scan` reads sqlite-vec's chunks of vectors one
+at a time and scores them with the same products, slice by slice, so it gives the resident's
+answer to the bit, faster than sqlite-vec's own scalar KNN (docs/benchmarks.md, "The first
+search, round 9").
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -24,10 +30,12 @@ MAX_ROWS = 400_000
 MAD_TO_SIGMA = 1.4826  # a normal distribution's standard deviation from its MAD
 # Many questions at once (nearest_each): their product with this many rows at a time.
 BLOCK_ROWS = 4096
-# search()'s matrix-vector product gives a row the same float when it is asked of only the
-# SLICE_ROWS-row slice around it (slices from the first row; the last one takes the rest):
-# the BLAS kernel's arithmetic for a row depends on its place within a few rows only. With
-# one BLAS thread (vault_brain/__init__.py); checked on every row of cpp-docs' 34k.
+# A query's cosines are the products of SLICE_ROWS-row slices of the rows (from the first;
+# the last one shorter), each a contiguous array of its own: a BLAS kernel's arithmetic for
+# a row depends on its place among the rows it is given (one product of cpp-docs' 34k rows
+# gave 2-3 rows a cosine other in the last bit than its slice's), so a row's cosine is its
+# slice's product wherever it is computed: search(), nearest_each()'s rescoring and a
+# one-shot process's scan of sqlite-vec's chunks (scan) give the same bits.
 SLICE_ROWS = 256
 EPS32 = float(np.finfo(np.float32).eps) / 2  # float32's unit roundoff
 
@@ -100,17 +108,11 @@ class VectorMatrix:
             return None
         if len(snap.chunks) == 0:
             return VectorHits([], 0.0, 0.0)
-        scores = snap.matrix @ np.asarray(vector, dtype=np.float32)
-        # A zero vector (text the model has no tokens for) matches nothing.
-        usable = scores != 0.0
-        median, spread = _noise(scores[usable]) if noise else (0.0, 0.0)
+        scores = slice_products([snap.matrix], len(snap.chunks), vector)
+        usable = None
         if filters.active:
-            usable &= np.isin(snap.notes, reads.filtered_note_rowids(filters))
-        scores = np.where(usable, scores, -np.inf)
-        k = min(k, len(scores))
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        top = top[np.isfinite(scores[top])]
+            usable = np.isin(snap.notes, reads.filtered_note_rowids(filters))
+        top, scores, median, spread = _best(scores, usable, k, noise)
         # Plain Python numbers in one call per column: a numpy scalar per hit cost 0.2 ms.
         hits = list(
             map(ChunkHit, snap.chunks[top].tolist(), snap.notes[top].tolist(), scores[top].tolist())
@@ -158,11 +160,9 @@ class VectorMatrix:
         alone = best <= 2.0 * margin  # no cosine above the rounding of 0: search answers
         keep = (s >= (best - margin).astype(np.float32)[q]) & ~alone[q]
         q, r = q[keep], r[keep]
-        # search()'s own scores of the candidates, a slice of rows for each question.
-        slices = max(1, rows // SLICE_ROWS)
-        pairs, inverse = np.unique(
-            q * slices + np.minimum(r // SLICE_ROWS, slices - 1), return_inverse=True
-        )
+        # search()'s own scores of the candidates: their slices' products.
+        slices = -(-rows // SLICE_ROWS)
+        pairs, inverse = np.unique(q * slices + r // SLICE_ROWS, return_inverse=True)
         exact = np.empty(len(r), dtype=np.float32)
         by_pair = np.argsort(inverse, kind="stable")
         bounds = np.searchsorted(inverse[by_pair], np.arange(len(pairs) + 1))
@@ -170,8 +170,7 @@ class VectorMatrix:
             at = by_pair[bounds[n] : bounds[n + 1]]
             query, part = divmod(pair, slices)
             first = part * SLICE_ROWS
-            last = rows if part == slices - 1 else first + SLICE_ROWS
-            exact[at] = (matrix[first:last] @ queries[query])[r[at] - first]
+            exact[at] = (matrix[first : first + SLICE_ROWS] @ queries[query])[r[at] - first]
         # Each row's best candidate. Where two share its score, which of them search's
         # selection takes is its partition's own affair (numpy's SIMD one picks neither the
         # first nor the last): search answers that row alone, as it does the rows whose
@@ -235,6 +234,129 @@ class VectorMatrix:
             means = np.divide(sums, norms, out=np.zeros_like(sums), where=norms > 0)
             self._means = (snap, means, sorted_notes[starts])
             return means, sorted_notes[starts]
+
+
+def scan(
+    reads: Reads,
+    vector: np.ndarray,
+    filters: Filters,
+    k: int,
+    tier: str,
+    noise: bool = True,
+    max_rows: int = MAX_ROWS,
+) -> VectorHits | None:
+    """VectorMatrix.search's answer, without a copy of the vectors held: sqlite-vec's
+    chunks of vectors read one at a time (Reads.vector_slots: the order of its full scan,
+    which is the matrix's), their valid rows scored slice by slice as search() scores
+    them. None when the KNN must answer (more than max_rows vectors, or a table not laid
+    out as this reads it)."""
+    slots = reads.vector_slots(tier)
+    valid = [
+        np.unpackbits(np.frombuffer(bits, dtype=np.uint8), bitorder="little")[:size].view(bool)
+        for _, size, bits, _ in slots
+    ]
+    counts = [int(np.count_nonzero(v)) for v in valid]
+    total = sum(counts)
+    sizes = [size for _, size, _, _ in slots]
+    if total > max_rows or [len(v) for v in valid] != sizes:
+        return None
+    if total == 0:
+        return VectorHits([], 0.0, 0.0)
+    rowids = [np.frombuffer(ids, dtype=np.int64)[:size] for _, size, _, ids in slots]
+    chunks = np.concatenate([r[v] for r, v in zip(rowids, valid, strict=True)])
+    blocks = _valid_rows(reads.vector_slot_blobs(tier), slots, valid, counts, len(vector))
+    try:
+        scores = slice_products(blocks, total, vector)
+    except _Layout:
+        return None
+    usable = None
+    if filters.active:
+        usable = np.isin(chunks, reads.filtered_chunk_rowids(filters))
+    top, scores, median, spread = _best(scores, usable, k, noise)
+    found = chunks[top].tolist()
+    notes = reads.chunk_notes(found)
+    hits = [
+        ChunkHit(c, notes[c], s)
+        for c, s in zip(found, scores[top].tolist(), strict=True)
+        if c in notes  # (a vector whose chunk is gone: none, the store deletes both at once)
+    ]
+    return VectorHits(hits, median, spread)
+
+
+class _Layout(Exception):
+    """sqlite-vec's chunks are not what its chunk table says."""
+
+
+def _valid_rows(
+    blobs: Iterable[tuple[int, bytes]],
+    slots: list[tuple[int, int, bytes, bytes]],
+    valid: list[np.ndarray],
+    counts: list[int],
+    width: int,
+) -> Iterable[np.ndarray]:
+    """Each sqlite-vec chunk's valid rows, in order: a view where they lead the chunk
+    unbroken (a chunk nothing was deleted from), else a copy."""
+    blobs = iter(blobs)
+    for (chunk_id, size, _, _), v, n in zip(slots, valid, counts, strict=True):
+        got, blob = next(blobs, (None, b""))
+        if got != chunk_id or len(blob) != 4 * size * width:
+            raise _Layout(chunk_id)
+        rows = np.frombuffer(blob, dtype=np.float32).reshape(size, width)
+        yield rows[:n] if v[:n].all() else rows[v]
+
+
+def slice_products(blocks: Iterable[np.ndarray], total: int, vector: np.ndarray) -> np.ndarray:
+    """The cosines of the rows `blocks` hold, in order (`total` rows in all), with the unit
+    `vector`: SLICE_ROWS rows at a time from the first (the last slice shorter), each slice
+    a contiguous array of its own (a view of a block where it lies in one, else gathered)."""
+    v = np.asarray(vector, dtype=np.float32)
+    scores = np.empty(total, dtype=np.float32)
+    gathered: np.ndarray | None = None
+    filled = at = 0
+    for rows in blocks:
+        i = 0
+        if filled:
+            take = min(SLICE_ROWS - filled, len(rows))
+            gathered[filled : filled + take] = rows[:take]  # type: ignore[index]
+            filled += take
+            i = take
+            if filled == SLICE_ROWS:
+                scores[at : at + SLICE_ROWS] = gathered @ v  # type: ignore[operator]
+                at += SLICE_ROWS
+                filled = 0
+        while len(rows) - i >= SLICE_ROWS:
+            scores[at : at + SLICE_ROWS] = rows[i : i + SLICE_ROWS] @ v
+            at += SLICE_ROWS
+            i += SLICE_ROWS
+        if i < len(rows):
+            if gathered is None:
+                gathered = np.empty((SLICE_ROWS, rows.shape[1]), dtype=np.float32)
+            rest = len(rows) - i
+            gathered[filled : filled + rest] = rows[i:]
+            filled += rest
+    if filled:
+        scores[at : at + filled] = gathered[:filled] @ v  # type: ignore[index]
+        at += filled
+    if at != total:
+        raise _Layout(at)
+    return scores
+
+
+def _best(
+    scores: np.ndarray, usable: np.ndarray | None, k: int, noise: bool
+) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """(the k best rows' positions, best first; the scores with the rows no search may
+    answer with at -inf; the noise's median and spread)."""
+    # A zero vector (text the model has no tokens for) matches nothing.
+    nonzero = scores != 0.0
+    median, spread = _noise(scores[nonzero]) if noise else (0.0, 0.0)
+    if usable is not None:
+        nonzero &= usable
+    scores = np.where(nonzero, scores, -np.inf)
+    k = min(k, len(scores))
+    top = np.argpartition(-scores, k - 1)[:k]
+    top = top[np.argsort(-scores[top], kind="stable")]
+    return top[np.isfinite(scores[top])], scores, median, spread
 
 
 def _noise(scores: np.ndarray) -> tuple[float, float]:

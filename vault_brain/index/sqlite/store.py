@@ -617,6 +617,45 @@ class Reads:
         )
         return [r[0] for r in rows], [r[1] for r in rows], b"".join(r[2] for r in rows)
 
+    def vector_slots(self, tier: str = INSTANT) -> list[tuple[int, int, bytes, bytes]]:
+        """The tier's vectors as sqlite-vec lays them out: (chunk id, slots, validity bitmap,
+        int64 rowids) of each of its chunks in order, the order of its full scan (and of
+        all_vectors). Empty where the table is not there or not laid out so."""
+        table = _tier(tier).table
+        shadows = {f"{table}_chunks", f"{table}_vector_chunks00"}
+        marks = ",".join("?" * len(shadows))
+        held = self._all(f"SELECT name FROM sqlite_master WHERE name IN ({marks})", list(shadows))
+        if len(held) != len(shadows):  # no table, or another sqlite-vec layout
+            return []
+        return self._all(
+            f"SELECT chunk_id, size, validity, rowids FROM {table}_chunks ORDER BY chunk_id"
+        )
+
+    def vector_slot_blobs(self, tier: str = INSTANT) -> Iterable[tuple[int, bytes]]:
+        """(chunk id, its slots' float32 vectors, one after another), in vector_slots'
+        order, one at a time."""
+        table = _tier(tier).table
+        yield from self.conn.execute(  # type: ignore[attr-defined]
+            f"SELECT rowid, vectors FROM {table}_vector_chunks00 ORDER BY rowid"
+        )
+
+    def chunk_notes(self, chunk_rowids: Sequence[int]) -> dict[int, int]:
+        """chunk rowid -> its note's rowid, for the chunks that exist."""
+        found: dict[int, int] = {}
+        for start in range(0, len(chunk_rowids), 500):
+            part = list(chunk_rowids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            found.update(
+                self._all(f"SELECT rowid, note_rowid FROM chunks WHERE rowid IN ({marks})", part)
+            )
+        return found
+
+    def filtered_chunk_rowids(self, filters: Filters) -> list[int]:
+        """The chunks of the notes filtered_note_rowids gives."""
+        where, params = filter_sql(filters)
+        sql = f"SELECT c.rowid FROM chunks c JOIN notes n ON n.rowid = c.note_rowid WHERE {where}"
+        return [r[0] for r in self._all(sql, params)]
+
     def filtered_note_rowids(self, filters: Filters) -> list[int]:
         where, params = filter_sql(filters)
         return [r[0] for r in self._all(f"SELECT n.rowid FROM notes n WHERE {where}", params)]
@@ -632,12 +671,19 @@ class Reads:
         noise: bool = True,
     ) -> VectorHits:
         """The k chunks nearest to `vector` among the tier's vectors of `model` (cosine),
-        with the query's noise level over every chunk unless the caller needs none (then a
-        one-shot process lets sqlite-vec answer and loads no vectors). The in-memory matrix
-        answers where it can (index/sqlite/matrix.py); sqlite-vec's KNN beyond it."""
-        if self._owner is not None and (noise or not self._owner.one_shot):  # type: ignore[attr-defined]
-            matrix = self._owner.matrix_of(tier)  # type: ignore[attr-defined]
-            found = matrix.search(self, model, vector, filters, k, tier, noise)
+        with the query's noise level over every chunk unless the caller needs none. The
+        in-memory matrix answers where it can (index/sqlite/matrix.py); a one-shot process
+        holds none and scans sqlite-vec's chunks with the same arithmetic (matrix.scan: the
+        same answer); sqlite-vec's KNN beyond them."""
+        if self._owner is not None:
+            from vault_brain.index.sqlite import matrix
+
+            if self._owner.one_shot:  # type: ignore[attr-defined]
+                found = matrix.scan(self, vector, filters, k, tier, noise)
+            else:
+                found = self._owner.matrix_of(tier).search(  # type: ignore[attr-defined]
+                    self, model, vector, filters, k, tier, noise
+                )
             if found is not None:
                 return found
         return VectorHits(self.knn_vectors(vector, filters, k, tier), 0.0, 0.0)
@@ -645,14 +691,14 @@ class Reads:
     def nearest_chunk_each(
         self, model: str, vectors: np.ndarray, *, tier: str = INSTANT
     ) -> list[ChunkHit | None]:
-        """As nearest_chunks(k=1, no noise) would answer each row: where it asks the
-        in-memory matrix, one matrix product answers them all (index/sqlite/matrix.py);
-        in a one-shot process sqlite-vec answers each in turn, as there."""
+        """As nearest_chunks(k=1, no noise) would answer each row: the in-memory matrix
+        (made here in a one-shot process too: its scan gives the same answers) answers them
+        all with one matrix product (index/sqlite/matrix.py); sqlite-vec beyond it."""
         if len(vectors) == 0:
             return []
         if self.vectors_model(tier) is None:
             return [None] * len(vectors)
-        if self._owner is not None and not self._owner.one_shot:  # type: ignore[attr-defined]
+        if self._owner is not None:
             matrix = self._owner.matrix_of(tier)  # type: ignore[attr-defined]
             found = matrix.nearest_each(self, model, vectors, tier)
             if found is not None:
