@@ -236,3 +236,23 @@ def test_the_port_looks_for_leads_past_the_last_one_embedded(backlog):
         after_all = r.pending_chunks(4, STRONG, leads=LeadsFirst(order[-1]))
     assert past == order[4:8]
     assert not any(p.lead for p in after_all) and len(after_all) == 4
+
+
+def test_an_index_runs_call_of_64_is_one_model_call(backlog):
+    """`index` asks the strong tier for 64 chunks at a time (cli._vector_phase): they go to
+    the model in one call, so each call's start and end, where a core waits, come once."""
+    b = backlog()
+    strong = b.indexer.strong
+    calls: list[int] = []
+    embed = strong.embed
+
+    def counted(texts):
+        calls.append(len(texts))
+        return embed(texts)
+
+    strong.embed = counted
+    chunks = len(b.chunks())
+    assert 32 < chunks <= 64
+    written, _ = b.batch(64)
+    assert written == chunks
+    assert calls == [chunks]

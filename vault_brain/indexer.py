@@ -72,6 +72,13 @@ READ_WAIT_SECONDS = 2.0
 # (search/fit.py): the strong tier answers alone from this share on (search/semantic.py);
 # before it, its fit is made once every note's lead is in.
 CALIBRATE_COVERAGE = 0.99
+# The strong tier's pending chunks per model call: a second or two of e5, so new notes get
+# their instant vectors (and the newest notes their strong leads) between calls. `index`
+# asks 64 at a time (cli._vector_phase): one call, not two of 32. Each call starts with
+# the SQL and the tokenising while both engines wait (~5 ms at 32) and ends with a thread
+# waiting for the other's last pass (15-21 ms at 32, of a ~0.55 s call on two cores;
+# docs/benchmarks.md, "The e5 tier's rate, round 9").
+STRONG_BATCH = 64
 # What a failing endpoint raises; anything else is a bug and propagates.
 ENDPOINT_ERRORS = (Unavailable, OSError, ValueError, RuntimeError)
 
@@ -552,10 +559,8 @@ class Indexer:
         batch = self.settings.embed.batch_size * max(1, self.settings.embed.concurrency) * 4
         written, more = self._embed_tier("instant", self.embedder, self.embed_backoff, batch, limit)
         if self.strong is not None and strong_limit != 0:
-            # Small batches: a model call of a few seconds at most, so new notes get their
-            # instant vectors (and the newest notes their strong leads) between batches.
             strong, strong_more = self._embed_tier(
-                "strong", self.strong, self.strong_backoff, 32, strong_limit
+                "strong", self.strong, self.strong_backoff, STRONG_BATCH, strong_limit
             )
             written, more = written + strong, more or strong_more
         return written, more

@@ -180,6 +180,28 @@ def test_a_batch_holds_rows_of_one_length_within_its_token_budget():
     assert [len(b) for b in batches if lengths[b[0]] == 64] == [4, 1]
 
 
+def test_two_threads_taking_the_batches_in_order_finish_together():
+    """A call's batches go to the threads largest first, and a full batch is broken into
+    rows alone when that evens the threads' work: with 30 full windows and two short rows,
+    ascending order left one thread running the last full batch alone."""
+    lengths = [128] * 30 + [90, 60]
+    batches = E5Embedder(batch_tokens=256, threads=2)._batches(lengths)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    tokens = [len(b) * lengths[b[0]] for b in batches]
+    assert tokens == sorted(tokens, reverse=True)
+    free = [0, 0]  # each thread takes the next batch when it is free
+    for t in tokens:
+        free[free.index(min(free))] += t
+    assert max(free) - min(free) <= 60  # (ascending order: 2 x 128 apart)
+    assert all(len(b) == 2 for b in batches[:14])  # the full windows still go two a pass
+
+
+def test_one_thread_gets_the_batches_unbroken():
+    lengths = [128] * 5 + [90, 60]
+    batches = E5Embedder(batch_tokens=256, threads=1)._batches(lengths)
+    assert [len(b) for b in batches] == [2, 2, 1, 1, 1]
+
+
 def test_query_and_passage_forms_differ(e5):
     text = ["how do I sync my notes"]
     passage, query = e5.embed(text)[0], e5.embed_queries(text)[0]

@@ -554,7 +554,8 @@ class E5Embedder:
     def _batches(self, lengths: list[int]) -> list[list[int]]:
         """Rows of one length together, at most batch_tokens tokens a batch: nothing is
         padded, so the graph needs no padding mask (docs/benchmarks.md, "The e5 tier's rate,
-        round 8"). Most chunks fill the window, so most batches are still full."""
+        round 8"). Most chunks fill the window, so most batches are still full. In the order
+        the workers should take them (`balanced`): the threads finish together."""
         order = sorted(range(len(lengths)), key=lambda i: lengths[i])
         batches: list[list[int]] = []
         current: list[int] = []
@@ -568,10 +569,47 @@ class E5Embedder:
             current.append(i)
         if current:
             batches.append(current)
-        return batches
+        return balanced(batches, lengths, self.threads)
 
     def _forward(self, model: _Loaded, ids: list[list[int]]) -> np.ndarray:
         return _run(model.session, model.word_blocks, ids)
+
+
+def balanced(batches: list[list[int]], lengths: list[int], workers: int) -> list[list[int]]:
+    """`batches` in the order `workers` threads should take them from one queue (each takes
+    the next when it is free), so that they finish together: the largest first, and
+    batches of several rows broken into rows alone, the smallest first, while that brings
+    the last thread's finish nearer (a batch's time goes with its tokens). With a call's
+    batches in ascending order, one thread ran the last full batches alone while the other
+    waited: 15-21 ms of each ~0.55 s call of 32 cpp-docs chunks (docs/benchmarks.md, "The
+    e5 tier's rate, round 9"). A row's vector does not depend on its batch (rows are
+    quantised one by one, never padded), so the split changes no vector beyond rounding."""
+
+    def tokens(batch: list[int]) -> int:
+        return len(batch) * lengths[batch[0]]
+
+    def finish(order: list[list[int]]) -> int:
+        free = [0] * workers  # when each thread is free, taking batches in order
+        for batch in order:
+            at = free.index(min(free))
+            free[at] += tokens(batch)
+        return max(free)
+
+    order = sorted(batches, key=tokens, reverse=True)
+    if workers < 2:
+        return order
+    best = finish(order)
+    while True:
+        several = [i for i, batch in enumerate(order) if len(batch) > 1]
+        if not several:
+            return order
+        at = several[-1]  # the smallest batch of several rows
+        trial = order[:at] + [[row] for row in order[at]] + order[at + 1 :]
+        trial.sort(key=tokens, reverse=True)
+        took = finish(trial)
+        if took >= best:
+            return order
+        order, best = trial, took
 
 
 def _run(session: Any, word_blocks: np.ndarray, ids: list[list[int]]) -> np.ndarray:
