@@ -111,3 +111,48 @@ def test_every_change_of_one_pass_is_found_at_once(indexed):
     paths = found(indexed, "plain")
     assert "a/deep/n2.md" not in paths and "b/n1.md" not in paths
     assert "b/renamed.md" in paths
+
+
+# The CLI's own search in a real process that reports, after it, which of the parser's
+# modules it imported (entry.main returns where the executable would end the process).
+_REPORTING = """
+import sys
+from vault_brain import entry
+sys.argv = ["vault-brain", *sys.argv[1:]]
+entry.main()
+parser = [m for m in ("vault_brain.index.prepare", "vault_brain.vault.note") if m in sys.modules]
+sys.stderr.write("parser imported: %s\\n" % ",".join(parser))
+"""
+
+
+def _reporting_search(vault, query: str) -> tuple[list[str], str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_BRAIN_")}
+    env.update(ENV)
+    args = ["search", query, "--vault", str(vault.root), "--mode", "fts", "--json"]
+    r = subprocess.run(
+        [sys.executable, "-c", _REPORTING, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    line = [x for x in r.stderr.splitlines() if x.startswith("parser imported:")][-1]
+    return [hit["path"] for hit in json.loads(r.stdout)["results"]], line.split(":", 1)[1].strip()
+
+
+def test_a_touched_note_is_told_unchanged_by_its_hash_without_the_parser(indexed):
+    """A note whose mtime moved but whose bytes did not (a sync tool, an editor saving the
+    same text, a checkout) is read and hashed by the search's pass, which then needs no
+    parser; its next stat matches again. A note whose bytes did change still is parsed."""
+    path = indexed.root / "b" / "n2.md"
+    half_an_hour_ago = time.time_ns() - 1800 * 10**9  # moved, and older than one mtime tick
+    pin_mtime(path, half_an_hour_ago)
+    assert _reporting_search(indexed, "markb2") == (["b/n2.md"], "")
+    assert _reporting_search(indexed, "markb2") == (["b/n2.md"], "")  # its stat matches now
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("A heron at dawn.\n")
+    pin_mtime(path, half_an_hour_ago + 10**9)
+    hits, parser = _reporting_search(indexed, "heron")
+    assert hits == ["b/n2.md"]
+    assert parser == "vault_brain.index.prepare,vault_brain.vault.note"

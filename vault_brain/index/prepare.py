@@ -3,17 +3,16 @@ process or in a parse worker (index/workers.py) alike."""
 
 from __future__ import annotations
 
-import hashlib
 import posixpath
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vault_brain.config import Settings
-from vault_brain.errors import VaultBrainError
 from vault_brain.index.chunking import Chunk, chunk_note
 from vault_brain.index.hashes import iso_utc, text_hash
+from vault_brain.index.prepared import Prepared, read_unless_same  # noqa: F401 - Prepared re-exported
 from vault_brain.index.records import ChunkRow, LinkRow, NoteRow
 from vault_brain.text.analysis import analyze, frontmatter_language, note_language
 from vault_brain.vault.note import Note, UnreadableNote, parse_note
@@ -21,8 +20,6 @@ from vault_brain.vault.reading import NoteReader
 from vault_brain.vault.scan import FileStat
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from vault_brain.embed.base import Embedder
 
 
@@ -180,21 +177,6 @@ def build_rows(
     return row, chunks, links
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """One file, read and parsed, ready to store (or the reason it is not)."""
-
-    stat: FileStat
-    # "index" | "same" (bytes unchanged) | "gone" | "unreadable" (I/O) | "invalid" (not UTF-8)
-    kind: str
-    note: Note | None = None  # without body, links and headings: the rows hold them
-    rows: tuple[NoteRow, list[ChunkRow], list[LinkRow]] | None = None  # the note's text is here
-    reason: str = ""
-    # The instant tier's vector of each chunk (float32 rows, in chunk order), when a parse
-    # worker made them with the indexer's own model; None: the vector queue makes them.
-    vectors: np.ndarray | None = None
-
-
 def embed_text(chunk: ChunkRow) -> str:
     """What the embedder sees of a chunk (the vector queue reads the same from the index)."""
     return f"{chunk.heading_path}\n\n{chunk.text}"
@@ -230,18 +212,14 @@ def prepare(
     """Everything about one file that needs no database: pure, so it can run anywhere.
     `reader` (for `root` and the settings' trusted folders) is made once by a caller that
     prepares many files; without it one is made here."""
-    try:
-        if reader is None:
-            reader = NoteReader(root, settings.vault.follow_outside)
-        raw = reader.read(stat.path)
-    except (FileNotFoundError, NotADirectoryError):
-        return Prepared(stat, "gone")  # vanished between the stat and the read
-    except VaultBrainError as exc:  # a symlink out of the vault, a name that is not UTF-8
-        return Prepared(stat, "invalid", reason=exc.message)
-    except OSError as exc:
-        return Prepared(stat, "unreadable", reason=exc.__class__.__name__)
-    if known_hash is not None and hashlib.blake2b(raw, digest_size=16).hexdigest() == known_hash:
-        return Prepared(stat, "same")
+    raw = read_unless_same(root, stat, known_hash, settings.vault.follow_outside, reader)
+    if isinstance(raw, Prepared):
+        return raw
+    return prepare_bytes(stat, raw, settings, summarize)
+
+
+def prepare_bytes(stat: FileStat, raw: bytes, settings: Settings, summarize: bool) -> Prepared:
+    """The rows of a file read by read_unless_same (index/prepared.py)."""
     try:
         note = parse_note(stat.path, raw)
     except UnreadableNote as exc:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from vault_brain.embed.base import Embedder
-    from vault_brain.index.prepare import Prepared
+    from vault_brain.index.prepared import Prepared
     from vault_brain.vault.note import Note
 
 PARALLEL_MIN = 400  # files to parse before worker processes pay for their start-up
@@ -309,11 +309,10 @@ class Syncer:
         process otherwise (or when workers cannot start). Results come back in order."""
         if not jobs:
             return
-        from vault_brain.index.prepare import prepare  # chunking loads only when needed
-        from vault_brain.index.workers import ParsePool, WorkerError
-
         workers = min(MAX_WORKERS, os.cpu_count() or 1)
         if len(jobs) >= PARALLEL_MIN and workers >= 2:
+            from vault_brain.index.workers import ParsePool, WorkerError
+
             done = 0
             embed = getattr(self.instant, "worker_settings", None)
             try:
@@ -325,8 +324,19 @@ class Syncer:
             except (WorkerError, OSError) as exc:
                 log.warn("parse_workers_failed", error=str(exc)[:200], fallback="in-process")
                 jobs = jobs[done:]
+        # A file whose bytes did not change is told by its hash without the parser's import
+        # (index/prepared.py): a search's refresh after a touch or a recent edit.
+        from vault_brain.index.prepared import Prepared, read_unless_same
+
+        follow = self.settings.vault.follow_outside
         for stat, known in jobs:
-            yield prepare(self.root, stat, known, self.settings, self.summarize)
+            raw = read_unless_same(self.root, stat, known, follow)
+            if isinstance(raw, Prepared):
+                yield raw
+                continue
+            from vault_brain.index.prepare import prepare_bytes  # chunking loads only now
+
+            yield prepare_bytes(stat, raw, self.settings, self.summarize)
 
     def _delete(self, w: SyncWrites, path: str, rowid: int, batch: _Touched) -> None:
         batch.keys |= w.keys_of(rowid)
