@@ -16,11 +16,11 @@ import pytest
 ENV = {"VAULT_BRAIN_EMBED_PROVIDER": "none", "VAULT_BRAIN_SEARCH_KEEP_WARM": "0"}
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
+def run(*args: str, argv: tuple[str, ...] = ("-m", "vault_brain")) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_BRAIN_")}
     env.update(ENV)
     return subprocess.run(
-        [sys.executable, "-m", "vault_brain", *args],
+        [sys.executable, *argv, *args],
         capture_output=True,
         text=True,
         env=env,
@@ -126,16 +126,8 @@ sys.stderr.write("parser imported: %s\\n" % ",".join(parser))
 
 
 def _reporting_search(vault, query: str) -> tuple[list[str], str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_BRAIN_")}
-    env.update(ENV)
     args = ["search", query, "--vault", str(vault.root), "--mode", "fts", "--json"]
-    r = subprocess.run(
-        [sys.executable, "-c", _REPORTING, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    r = run(*args, argv=("-c", _REPORTING))
     assert r.returncode == 0, r.stderr
     line = [x for x in r.stderr.splitlines() if x.startswith("parser imported:")][-1]
     return [hit["path"] for hit in json.loads(r.stdout)["results"]], line.split(":", 1)[1].strip()

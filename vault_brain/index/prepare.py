@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from vault_brain.config import Settings
 from vault_brain.index.chunking import Chunk, chunk_note
 from vault_brain.index.hashes import iso_utc, text_hash
-from vault_brain.index.prepared import Prepared, read_unless_same  # noqa: F401 - Prepared re-exported
+from vault_brain.index.prepared import Prepared, read_unless_same
 from vault_brain.index.records import ChunkRow, LinkRow, NoteRow
 from vault_brain.text.analysis import analyze, frontmatter_language, note_language
 from vault_brain.vault.note import Note, UnreadableNote, parse_note
