@@ -1,0 +1,701 @@
+/* The instant tier's batch encode for the parse workers (vault_brain/embed/piece_tokens.py and
+ * static.py), the same ids and the same vectors byte for byte, without bytecode per piece,
+ * per part or per row.
+ *
+ * - split_lookup: str.split()'s pieces (Py_UNICODE_ISSPACE, the predicate str.split uses),
+ *   each looked up in the piece dict (a new one gets the next row and waits in `pending`);
+ *   a text with a character the tokenizer deletes, or with an added token, is one piece.
+ * - piece_ids: the ids of new pieces, from their parts (cut at ASCII punctuation) in the parts
+ *   dict; parts never seen go to a Python callable (the tokenizer) in one batch.
+ * - join: the texts' ids from their pieces' rows, each text cut to max_length.
+ * - mean_rows: each text's mean of its known tokens' rows, summed as numpy's
+ *   `table[ids].mean(axis=1)` sums them: from 0.0, row after row in float32, then divided in
+ *   double and rounded to float32. Rows are read from the float16 table where the CPU has
+ *   F16C (widening is exact), else from a float32 one.
+ *
+ * C99 and the CPython API; x86 SIMD only behind __builtin_cpu_supports. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define VB_X86 1
+#include <immintrin.h>
+#endif
+
+/* ------------------------------------------------------------------ growing arrays */
+
+typedef struct {
+    char *data;
+    Py_ssize_t used, size; /* in bytes */
+} Buf;
+
+static int buf_reserve(Buf *b, Py_ssize_t more) {
+    if (b->used + more <= b->size)
+        return 0;
+    Py_ssize_t size = b->size ? b->size : 4096;
+    while (size < b->used + more)
+        size *= 2;
+    char *data = PyMem_Realloc(b->data, (size_t)size);
+    if (data == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->data = data;
+    b->size = size;
+    return 0;
+}
+
+static int buf_i64(Buf *b, int64_t v) {
+    if (buf_reserve(b, 8) < 0)
+        return -1;
+    memcpy(b->data + b->used, &v, 8);
+    b->used += 8;
+    return 0;
+}
+
+static PyObject *buf_bytes(Buf *b) {
+    PyObject *out = PyBytes_FromStringAndSize(b->data ? b->data : "", b->used);
+    PyMem_Free(b->data);
+    b->data = NULL;
+    b->used = b->size = 0;
+    return out;
+}
+
+/* ------------------------------------------------------------------ split_lookup */
+
+/* The row of `piece` in `rows`, a new one (appended to `pending`) when it has none. */
+static int64_t row_of(PyObject *rows, PyObject *piece, int64_t *next, PyObject *pending,
+                      int *is_new) {
+    PyObject *row = PyDict_GetItemWithError(rows, piece); /* borrowed */
+    if (row != NULL) {
+        *is_new = 0;
+        return (int64_t)PyLong_AsLongLong(row);
+    }
+    if (PyErr_Occurred())
+        return -1;
+    PyObject *value = PyLong_FromLongLong(*next);
+    if (value == NULL)
+        return -1;
+    int failed = PyDict_SetItem(rows, piece, value);
+    Py_DECREF(value);
+    if (failed || PyList_Append(pending, piece) < 0)
+        return -1;
+    *is_new = 1;
+    return (*next)++;
+}
+
+static int holds_added(PyObject *piece, PyObject *added) {
+    Py_ssize_t n = PyTuple_GET_SIZE(added);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        int found = PyUnicode_Contains(piece, PyTuple_GET_ITEM(added, k));
+        if (found != 0)
+            return found; /* 1, or -1 on error */
+    }
+    return 0;
+}
+
+static int is_odd(Py_UCS4 c, const Py_UCS4 *odd, Py_ssize_t n_odd) {
+    for (Py_ssize_t k = 0; k < n_odd; k++)
+        if (odd[k] == c)
+            return 1;
+    return 0;
+}
+
+/* split_lookup(texts, rows, next, odd, added, pending, whole)
+ *   -> (rows of the pieces: int64 bytes, pieces per text: int64 bytes, next)
+ * `whole` (a set) receives the texts that are one piece. */
+static PyObject *split_lookup(PyObject *self, PyObject *args) {
+    PyObject *texts, *rows, *odd_str, *added, *pending, *whole;
+    long long next_arg;
+    if (!PyArg_ParseTuple(args, "O!O!LUO!O!O!", &PyList_Type, &texts, &PyDict_Type, &rows,
+                          &next_arg, &odd_str, &PyTuple_Type, &added, &PyList_Type, &pending,
+                          &PySet_Type, &whole))
+        return NULL;
+    int64_t next = next_arg;
+    Py_UCS4 *odd = PyUnicode_AsUCS4Copy(odd_str);
+    if (odd == NULL)
+        return NULL;
+    Py_ssize_t n_odd = PyUnicode_GET_LENGTH(odd_str);
+    Buf found = {0}, per_text = {0};
+    Py_ssize_t *cuts = NULL, cuts_size = 0;
+    Py_ssize_t n = PyList_GET_SIZE(texts);
+    for (Py_ssize_t t = 0; t < n; t++) {
+        PyObject *text = PyList_GET_ITEM(texts, t);
+        if (!PyUnicode_Check(text)) {
+            PyErr_SetString(PyExc_TypeError, "texts must be str");
+            goto fail;
+        }
+        int kind = PyUnicode_KIND(text);
+        const void *data = PyUnicode_DATA(text);
+        Py_ssize_t len = PyUnicode_GET_LENGTH(text);
+        /* the pieces' bounds, as str.split() finds them */
+        if (len + 2 > cuts_size) {
+            Py_ssize_t size = len + 2 > 2 * cuts_size ? len + 2 : 2 * cuts_size;
+            Py_ssize_t *grown = PyMem_Realloc(cuts, (size_t)size * sizeof(Py_ssize_t));
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            cuts = grown;
+            cuts_size = size;
+        }
+        Py_ssize_t n_cuts = 0, i = 0;
+        int whole_text = 0;
+        while (i < len) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            if (Py_UNICODE_ISSPACE(c)) {
+                if (n_odd && is_odd(c, odd, n_odd))
+                    whole_text = 1;
+                i++;
+                continue;
+            }
+            Py_ssize_t start = i++;
+            while (i < len && !Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i)))
+                i++;
+            cuts[n_cuts++] = start;
+            cuts[n_cuts++] = i;
+        }
+        Py_ssize_t mark = found.used;
+        int64_t pieces = 0;
+        for (Py_ssize_t k = 0; k < n_cuts && !whole_text; k += 2) {
+            PyObject *piece = (cuts[k] == 0 && cuts[k + 1] == len && PyUnicode_CheckExact(text))
+                                  ? Py_NewRef(text)
+                                  : PyUnicode_Substring(text, cuts[k], cuts[k + 1]);
+            if (piece == NULL)
+                goto fail;
+            int is_new = 0;
+            int64_t row = row_of(rows, piece, &next, pending, &is_new);
+            if (row < 0) {
+                Py_DECREF(piece);
+                goto fail;
+            }
+            if (is_new && PyTuple_GET_SIZE(added)) {
+                /* an added token is matched before normalising: the text goes whole (the
+                 * pieces before this one stay: their ids are their own) */
+                int held = holds_added(piece, added);
+                if (held < 0) {
+                    Py_DECREF(piece);
+                    goto fail;
+                }
+                if (held) { /* this piece never enters the table */
+                    Py_ssize_t last = PyList_GET_SIZE(pending) - 1;
+                    if (PyDict_DelItem(rows, piece) < 0 ||
+                        PyList_SetSlice(pending, last, last + 1, NULL) < 0) {
+                        Py_DECREF(piece);
+                        goto fail;
+                    }
+                    next--;
+                    whole_text = 1;
+                    Py_DECREF(piece);
+                    break;
+                }
+            }
+            Py_DECREF(piece);
+            if (buf_i64(&found, row) < 0)
+                goto fail;
+            pieces++;
+        }
+        if (whole_text) {
+            found.used = mark;
+            int is_new = 0;
+            int64_t row = row_of(rows, text, &next, pending, &is_new);
+            if (row < 0 || PySet_Add(whole, text) < 0 || buf_i64(&found, row) < 0)
+                goto fail;
+            pieces = 1;
+        }
+        if (buf_i64(&per_text, pieces) < 0)
+            goto fail;
+    }
+    PyMem_Free(cuts);
+    PyMem_Free(odd);
+    PyObject *a = buf_bytes(&found), *b = buf_bytes(&per_text);
+    if (a == NULL || b == NULL) {
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        return NULL;
+    }
+    return Py_BuildValue("NNL", a, b, (long long)next);
+fail:
+    PyMem_Free(cuts);
+    PyMem_Free(odd);
+    PyMem_Free(found.data);
+    PyMem_Free(per_text.data);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ piece_ids */
+
+/* The ASCII punctuation the BERT pre-tokenizer makes a word of its own: !-/ :-@ [-` {-~ */
+static inline int is_punct(Py_UCS4 c) {
+    return (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') ||
+           (c >= '{' && c <= '~');
+}
+
+static int append_ids(Buf *ids, PyObject *list, int64_t *count) {
+    if (!PyList_Check(list)) {
+        PyErr_SetString(PyExc_TypeError, "token ids must be a list");
+        return -1;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    if (buf_reserve(ids, 4 * n) < 0)
+        return -1;
+    int32_t *at = (int32_t *)(ids->data + ids->used);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        long v = PyLong_AsLong(PyList_GET_ITEM(list, k));
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        if (v < INT32_MIN || v > INT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "token id out of int32");
+            return -1;
+        }
+        at[k] = (int32_t)v;
+    }
+    ids->used += 4 * n;
+    *count += n;
+    return 0;
+}
+
+/* piece_ids(pieces, direct, parts, tokenize) -> (ids: int32 bytes, counts: int64 bytes)
+ * A piece in `direct` (a whole text) has its ids there; any other is cut into parts whose ids
+ * are in `parts`, the parts not there first given to tokenize(list) -> list of id lists and
+ * added to `parts` (only when it returns). */
+static PyObject *piece_ids(PyObject *self, PyObject *args) {
+    PyObject *pieces, *direct, *parts, *tokenize;
+    if (!PyArg_ParseTuple(args, "O!O!O!O", &PyList_Type, &pieces, &PyDict_Type, &direct,
+                          &PyDict_Type, &parts, &tokenize))
+        return NULL;
+    PyObject *plan = PyList_New(0); /* per piece: its direct ids, or its parts one by one */
+    PyObject *fresh = PyDict_New(); /* new part -> None, in order of first sight */
+    Buf ends = {0}, ids = {0}, counts = {0};
+    PyObject *new = NULL, *got = NULL;
+    if (plan == NULL || fresh == NULL)
+        goto fail;
+    Py_ssize_t n = PyList_GET_SIZE(pieces);
+    for (Py_ssize_t p = 0; p < n; p++) {
+        PyObject *piece = PyList_GET_ITEM(pieces, p);
+        PyObject *own = PyDict_GetItemWithError(direct, piece);
+        if (own != NULL) {
+            if (PyList_Append(plan, own) < 0)
+                goto fail;
+        } else if (PyErr_Occurred()) {
+            goto fail;
+        } else {
+            int kind = PyUnicode_KIND(piece);
+            const void *data = PyUnicode_DATA(piece);
+            Py_ssize_t len = PyUnicode_GET_LENGTH(piece), i = 0;
+            while (i < len) {
+                Py_ssize_t start = i;
+                if (is_punct(PyUnicode_READ(kind, data, i)))
+                    i++;
+                else
+                    while (i < len && !is_punct(PyUnicode_READ(kind, data, i)))
+                        i++;
+                PyObject *part = (start == 0 && i == len && PyUnicode_CheckExact(piece))
+                                     ? Py_NewRef(piece)
+                                     : PyUnicode_Substring(piece, start, i);
+                if (part == NULL)
+                    goto fail;
+                int known = PyDict_Contains(parts, part);
+                if (known == 0)
+                    known = PyDict_SetDefault(fresh, part, Py_None) == NULL ? -1 : 0;
+                if (known < 0 || PyList_Append(plan, part) < 0) {
+                    Py_DECREF(part);
+                    goto fail;
+                }
+                Py_DECREF(part);
+            }
+        }
+        if (buf_i64(&ends, PyList_GET_SIZE(plan)) < 0)
+            goto fail;
+    }
+    if (PyDict_GET_SIZE(fresh)) {
+        new = PyDict_Keys(fresh);
+        if (new == NULL)
+            goto fail;
+        got = PyObject_CallOneArg(tokenize, new);
+        if (got == NULL)
+            goto fail;
+        if (!PyList_Check(got) || PyList_GET_SIZE(got) != PyList_GET_SIZE(new)) {
+            PyErr_SetString(PyExc_ValueError, "tokenize must return a list, one per text");
+            goto fail;
+        }
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(new); k++)
+            if (PyDict_SetItem(parts, PyList_GET_ITEM(new, k), PyList_GET_ITEM(got, k)) < 0)
+                goto fail;
+    }
+    const int64_t *end = (const int64_t *)ends.data;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t p = 0; p < n; p++) {
+        int64_t count = 0;
+        for (; at < end[p]; at++) {
+            PyObject *item = PyList_GET_ITEM(plan, at), *list = item;
+            if (PyUnicode_Check(item)) {
+                list = PyDict_GetItemWithError(parts, item);
+                if (list == NULL) {
+                    if (!PyErr_Occurred())
+                        PyErr_SetObject(PyExc_KeyError, item);
+                    goto fail;
+                }
+            }
+            if (append_ids(&ids, list, &count) < 0)
+                goto fail;
+        }
+        if (buf_i64(&counts, count) < 0)
+            goto fail;
+    }
+    Py_DECREF(plan);
+    Py_DECREF(fresh);
+    Py_XDECREF(new);
+    Py_XDECREF(got);
+    PyMem_Free(ends.data);
+    PyObject *a = buf_bytes(&ids), *b = buf_bytes(&counts);
+    if (a == NULL || b == NULL) {
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        return NULL;
+    }
+    return Py_BuildValue("NN", a, b);
+fail:
+    Py_XDECREF(plan);
+    Py_XDECREF(fresh);
+    Py_XDECREF(new);
+    Py_XDECREF(got);
+    PyMem_Free(ends.data);
+    PyMem_Free(ids.data);
+    PyMem_Free(counts.data);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ buffers */
+
+/* A C-contiguous buffer of `ndim` dimensions (0: any) holding one of `formats`' items. */
+static int get_buffer(PyObject *obj, Py_buffer *view, const char *formats, int writable,
+                      const char *what) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0)
+        return -1;
+    const char *f = view->format ? view->format : "B";
+    if (*f == '=' || *f == '@') /* native order only: '<' or '>' is refused */
+        f++;
+    int ok = f[0] != '\0' && f[1] == '\0' && strchr(formats, f[0]) != NULL;
+    /* int64 is 'q', or 'l' where long has 8 bytes */
+    if (ok && (f[0] == 'l' || f[0] == 'q') && view->itemsize != 8)
+        ok = 0;
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s: unexpected item format %s", what, view->format);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ join */
+
+/* join(rows, per_text, starts, counts, table_ids, max_length) -> (ids, lengths): int64 bytes.
+ * max_length < 0: no cut. */
+static PyObject *join(PyObject *self, PyObject *args) {
+    PyObject *o_rows, *o_per, *o_starts, *o_counts, *o_ids;
+    long long max_length;
+    if (!PyArg_ParseTuple(args, "OOOOOL", &o_rows, &o_per, &o_starts, &o_counts, &o_ids,
+                          &max_length))
+        return NULL;
+    Py_buffer rows, per, starts, counts, table;
+    PyObject *result = NULL;
+    if (get_buffer(o_rows, &rows, "lq", 0, "rows") < 0)
+        return NULL;
+    if (get_buffer(o_per, &per, "lq", 0, "per_text") < 0)
+        goto r1;
+    if (get_buffer(o_starts, &starts, "lq", 0, "starts") < 0)
+        goto r2;
+    if (get_buffer(o_counts, &counts, "lq", 0, "counts") < 0)
+        goto r3;
+    if (get_buffer(o_ids, &table, "i", 0, "table_ids") < 0)
+        goto r4;
+    const int64_t *row = rows.buf, *pt = per.buf, *st = starts.buf, *ct = counts.buf;
+    const int32_t *tid = table.buf;
+    Py_ssize_t n_rows = rows.len / 8, n_texts = per.len / 8, n_table = starts.len / 8;
+    Py_ssize_t n_ids = table.len / 4;
+    if (counts.len != starts.len) {
+        PyErr_SetString(PyExc_ValueError, "starts and counts differ in length");
+        goto r5;
+    }
+    /* the output's size first: every text's ids, cut */
+    Py_ssize_t total = 0, at = 0;
+    for (Py_ssize_t t = 0; t < n_texts; t++) {
+        int64_t length = 0;
+        if (pt[t] < 0 || at + pt[t] > n_rows) {
+            PyErr_SetString(PyExc_ValueError, "per_text does not match rows");
+            goto r5;
+        }
+        for (int64_t k = 0; k < pt[t]; k++, at++) {
+            int64_t r = row[at];
+            if (r < 0 || r >= n_table || st[r] < 0 || ct[r] < 0 || st[r] + ct[r] > n_ids) {
+                PyErr_SetString(PyExc_IndexError, "a piece's row is out of the table");
+                goto r5;
+            }
+            length += ct[r];
+        }
+        total += (max_length >= 0 && length > max_length) ? max_length : length;
+    }
+    PyObject *ids = PyBytes_FromStringAndSize(NULL, 8 * total);
+    PyObject *lengths = PyBytes_FromStringAndSize(NULL, 8 * n_texts);
+    if (ids == NULL || lengths == NULL) {
+        Py_XDECREF(ids);
+        Py_XDECREF(lengths);
+        goto r5;
+    }
+    int64_t *out = (int64_t *)PyBytes_AS_STRING(ids);
+    int64_t *out_len = (int64_t *)PyBytes_AS_STRING(lengths);
+    at = 0;
+    for (Py_ssize_t t = 0; t < n_texts; t++) {
+        int64_t left = max_length >= 0 ? max_length : INT64_MAX, length = 0;
+        for (int64_t k = 0; k < pt[t]; k++, at++) {
+            int64_t r = row[at], c = ct[r] < left ? ct[r] : left;
+            const int32_t *src = tid + st[r];
+            for (int64_t j = 0; j < c; j++)
+                *out++ = src[j];
+            left -= c;
+            length += c;
+        }
+        out_len[t] = length;
+    }
+    result = Py_BuildValue("NN", ids, lengths);
+r5:
+    PyBuffer_Release(&table);
+r4:
+    PyBuffer_Release(&counts);
+r3:
+    PyBuffer_Release(&starts);
+r2:
+    PyBuffer_Release(&per);
+r1:
+    PyBuffer_Release(&rows);
+    return result;
+}
+
+/* ------------------------------------------------------------------ mean_rows */
+
+/* float16 -> float32, exact (numpy's npy_halfbits_to_floatbits) */
+static inline float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = h & 0x7c00u, man = h & 0x03ffu, bits;
+    if (exp == 0x7c00u) {
+        bits = sign | 0x7f800000u | (man << 13); /* inf, nan */
+    } else if (exp != 0) {
+        bits = sign | (((exp >> 10) + 112u) << 23) | (man << 13);
+    } else if (man == 0) {
+        bits = sign;
+    } else { /* subnormal: normalise */
+        int e = -1;
+        do {
+            e++;
+            man <<= 1;
+        } while (!(man & 0x0400u));
+        bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x03ffu) << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static void add_f32(float *acc, const float *row, Py_ssize_t dim) {
+    for (Py_ssize_t d = 0; d < dim; d++)
+        acc[d] += row[d];
+}
+
+static void add_f16(float *acc, const uint16_t *row, Py_ssize_t dim) {
+    for (Py_ssize_t d = 0; d < dim; d++)
+        acc[d] += half_to_float(row[d]);
+}
+
+#ifdef VB_X86
+__attribute__((target("avx2,f16c"))) static void add_f16_f16c(float *acc, const uint16_t *row,
+                                                              Py_ssize_t dim) {
+    Py_ssize_t d = 0;
+    for (; d + 8 <= dim; d += 8) {
+        __m256 r = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + d)));
+        _mm256_storeu_ps(acc + d, _mm256_add_ps(_mm256_loadu_ps(acc + d), r));
+    }
+    for (; d < dim; d++) {
+        __m128 r = _mm_cvtph_ps(_mm_cvtsi32_si128(row[d]));
+        acc[d] += _mm_cvtss_f32(r);
+    }
+}
+
+__attribute__((target("avx2"))) static void add_f32_avx2(float *acc, const float *row,
+                                                         Py_ssize_t dim) {
+    Py_ssize_t d = 0;
+    for (; d + 8 <= dim; d += 8)
+        _mm256_storeu_ps(acc + d, _mm256_add_ps(_mm256_loadu_ps(acc + d),
+                                                _mm256_loadu_ps(row + d)));
+    for (; d < dim; d++)
+        acc[d] += row[d];
+}
+#endif
+
+static int simd_allowed = 1; /* use_simd(False): the portable loops, for the tests */
+
+static int has_f16c(void) {
+    if (!simd_allowed)
+        return 0;
+#ifdef VB_X86
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+#else
+    return 0;
+#endif
+}
+
+static int has_avx2(void) {
+    if (!simd_allowed)
+        return 0;
+#ifdef VB_X86
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2");
+#else
+    return 0;
+#endif
+}
+
+/* mean_rows(ids, lengths, table, unk, out): out[t] = the mean of the rows of text t's ids
+ * other than unk (unk < 0: none), zeros when it has none. ids int64, lengths int64, table
+ * [rows, dim] float16 or float32, out [texts, dim] float32. */
+static PyObject *mean_rows(PyObject *self, PyObject *args) {
+    PyObject *o_ids, *o_len, *o_table, *o_out;
+    long long unk;
+    if (!PyArg_ParseTuple(args, "OOOLO", &o_ids, &o_len, &o_table, &unk, &o_out))
+        return NULL;
+    Py_buffer ids, lens, table, out;
+    PyObject *result = NULL;
+    float *acc = NULL;
+    if (get_buffer(o_ids, &ids, "lq", 0, "ids") < 0)
+        return NULL;
+    if (get_buffer(o_len, &lens, "lq", 0, "lengths") < 0)
+        goto r1;
+    if (get_buffer(o_table, &table, "ef", 0, "table") < 0)
+        goto r2;
+    if (get_buffer(o_out, &out, "f", 1, "out") < 0)
+        goto r3;
+    if (table.ndim != 2 || out.ndim != 2 || out.shape[1] != table.shape[1] ||
+        out.shape[0] != lens.len / 8) {
+        PyErr_SetString(PyExc_ValueError, "table [rows, dim], out [texts, dim] expected");
+        goto r4;
+    }
+    const int64_t *id = ids.buf, *len = lens.buf;
+    Py_ssize_t n_ids = ids.len / 8, n_texts = lens.len / 8;
+    Py_ssize_t n_rows = table.shape[0], dim = table.shape[1];
+    int half = table.itemsize == 2;
+    Py_ssize_t total = 0;
+    for (Py_ssize_t t = 0; t < n_texts; t++) {
+        if (len[t] < 0) {
+            PyErr_SetString(PyExc_ValueError, "a negative length");
+            goto r4;
+        }
+        total += len[t];
+    }
+    if (total != n_ids) {
+        PyErr_SetString(PyExc_ValueError, "lengths do not add up to the ids");
+        goto r4;
+    }
+    for (Py_ssize_t k = 0; k < n_ids; k++)
+        if (id[k] != unk && (id[k] < 0 || id[k] >= n_rows)) {
+            PyErr_SetString(PyExc_IndexError, "a token id out of the table");
+            goto r4;
+        }
+    acc = PyMem_Malloc((size_t)(dim ? dim : 1) * sizeof(float));
+    if (acc == NULL) {
+        PyErr_NoMemory();
+        goto r4;
+    }
+    void (*add16)(float *, const uint16_t *, Py_ssize_t) = add_f16;
+    void (*add32)(float *, const float *, Py_ssize_t) = add_f32;
+#ifdef VB_X86
+    if (has_f16c())
+        add16 = add_f16_f16c;
+    if (has_avx2())
+        add32 = add_f32_avx2;
+#endif
+    const char *base = table.buf;
+    Py_ssize_t stride = dim * table.itemsize;
+    float *o = out.buf;
+    Py_BEGIN_ALLOW_THREADS;
+    const int64_t *at = id;
+    for (Py_ssize_t t = 0; t < n_texts; t++, o += dim) {
+        int64_t known = 0;
+        memset(acc, 0, (size_t)dim * sizeof(float)); /* numpy's sum starts at 0.0 */
+        for (int64_t k = 0; k < len[t]; k++) {
+            int64_t i = at[k];
+            if (i == unk)
+                continue;
+            known++;
+            if (half)
+                add16(acc, (const uint16_t *)(base + i * stride), dim);
+            else
+                add32(acc, (const float *)(base + i * stride), dim);
+        }
+        at += len[t];
+        /* numpy divides the float32 sum by an intp count: in double, rounded to float32 */
+        if (known)
+            for (Py_ssize_t d = 0; d < dim; d++)
+                o[d] = (float)((double)acc[d] / (double)known);
+        else
+            memset(o, 0, (size_t)dim * sizeof(float));
+    }
+    Py_END_ALLOW_THREADS;
+    result = Py_NewRef(Py_None);
+r4:
+    PyMem_Free(acc);
+    PyBuffer_Release(&out);
+r3:
+    PyBuffer_Release(&table);
+r2:
+    PyBuffer_Release(&lens);
+r1:
+    PyBuffer_Release(&ids);
+    return result;
+}
+
+/* split_characters() -> str: every character str.split() cuts at, in code point order */
+static PyObject *split_characters(PyObject *self, PyObject *noargs) {
+    Py_UCS4 found[256];
+    Py_ssize_t n = 0;
+    for (Py_UCS4 c = 0; c <= 0x10ffff; c++)
+        if (Py_UNICODE_ISSPACE(c)) {
+            if (n == 256) {
+                PyErr_SetString(PyExc_RuntimeError, "more than 256 whitespace characters");
+                return NULL;
+            }
+            found[n++] = c;
+        }
+    return PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, found, n);
+}
+
+static PyObject *fast_half(PyObject *self, PyObject *noargs) {
+    return PyBool_FromLong(has_f16c());
+}
+
+static PyObject *use_simd(PyObject *self, PyObject *flag) {
+    int on = PyObject_IsTrue(flag);
+    if (on < 0)
+        return NULL;
+    simd_allowed = on;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"use_simd", use_simd, METH_O, "Allow the x86 SIMD loops (the default) or not (tests)."},
+    {"split_lookup", split_lookup, METH_VARARGS, "Pieces of texts looked up in the piece dict."},
+    {"piece_ids", piece_ids, METH_VARARGS, "New pieces' ids from their parts."},
+    {"join", join, METH_VARARGS, "Texts' ids from their pieces' rows, cut to max_length."},
+    {"mean_rows", mean_rows, METH_VARARGS, "Each text's mean of its known tokens' rows."},
+    {"split_characters", split_characters, METH_NOARGS, "The characters str.split() cuts at."},
+    {"fast_half", fast_half, METH_NOARGS, "Whether float16 rows are widened in hardware."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "static_model",
+                                    "The instant tier's batch encode, compiled.", -1, methods};
+
+PyMODINIT_FUNC PyInit_static_model(void) { return PyModule_Create(&module); }
