@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.embed.test_piece_tokens import ATOMS
+from tests.embed.test_piece_tokens import ATOMS, assert_same_ids
 from vault_brain.embed.local import BUNDLED_MODEL
 from vault_brain.embed.native import STATIC
 from vault_brain.embed.static import SMALL_BATCH, StaticModelFile
@@ -89,6 +89,26 @@ def test_a_text_the_tokenizer_refuses_leaves_both_caches_alike():
         with pytest.raises(TypeError):
             model.token_ids(bad)
     assert_same([f"fresh{i} piece{i} again" for i in range(20)], native, python)
+
+
+ASCII = st.lists(
+    st.one_of(
+        st.text(st.characters(max_codepoint=127), max_size=12),
+        st.sampled_from(["Telecommunications", "UNAFFABLE", "x" * 100, "y" * 101, "\x01" * 3]),
+        st.sampled_from(["##s", "[UNK]", "a\x00b", "A\x7fB", "std::vector<int>", "0x1F2e"]),
+    ),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ASCII, min_size=SMALL_BATCH + 1, max_size=30))
+def test_ascii_parts_get_the_tokenizers_ids_from_the_compiled_wordpiece(texts):
+    """Every ASCII part a fresh model meets goes through the compiled WordPiece (controls,
+    upper case, words at and past 100 characters, unknown rests, lone punctuation)."""
+    native = StaticModelFile.load(BUNDLED_MODEL)
+    assert_same_ids(native, texts)
+    assert native._pieces._wordpiece is not None
 
 
 def test_the_split_characters_are_str_splits():

@@ -75,11 +75,13 @@ class PieceTokens:
         odd: str,
         added: tuple[str, ...],
         native: Any = STATIC,
+        wordpiece: Any = None,
     ) -> None:
         self.tokenizer = tokenizer
         self.max_length = max_length
         self.native = native  # the compiled kernels, or None for the Python below
         self._odd_chars = odd
+        self._wordpiece = wordpiece  # for the compiled WordPiece of ASCII parts, or None
         # A text with one of these characters or added tokens goes to the tokenizer whole.
         self._odd = re.compile(f"[{re.escape(odd)}]").search if odd else None
         self._added = added
@@ -115,7 +117,8 @@ class PieceTokens:
             contents.append(content)
         gaps = _split_characters() if native is None else native.split_characters()
         odd = "".join(c for c in gaps if not _separates(tokenizer, c))
-        return cls(tokenizer, max_length, odd, tuple(contents), native)
+        wordpiece = _ascii_wordpiece(tokenizer, spec, native) if native is not None else None
+        return cls(tokenizer, max_length, odd, tuple(contents), native, wordpiece)
 
     def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """Every text's ids in one array, text after text, and each text's number of ids."""
@@ -167,7 +170,7 @@ class PieceTokens:
         direct = dict(zip(whole, self._tokenize(list(whole)), strict=True))
         if self.native is not None:
             ids_bytes, count_bytes = self.native.piece_ids(
-                pieces, direct, self._parts, self._tokenize
+                pieces, direct, self._parts, self._tokenize, self._wordpiece
             )
             ids = np.frombuffer(ids_bytes, dtype=np.int32)
             counts = np.frombuffer(count_bytes, dtype=np.int64)
@@ -236,6 +239,22 @@ class PieceTokens:
             self._counts = np.resize(self._counts, size)
         if ids > len(self._ids):
             self._ids = np.resize(self._ids, max(ids, 2 * len(self._ids)))
+
+
+def _ascii_wordpiece(tokenizer: Any, spec: dict, native: Any) -> Any:
+    """The compiled WordPiece's table for ASCII parts (the BERT pipeline on ASCII is
+    clean_text's drop of control characters, lower case, and WordPiece alone), or None when
+    the pipeline does more to ASCII (no clean_text) or is configured past what it holds."""
+    normalizer, model = spec.get("normalizer") or {}, spec.get("model") or {}
+    if not normalizer.get("clean_text", True):
+        return None
+    vocab = tokenizer.get_vocab(with_added_tokens=False)
+    prefix = model.get("continuing_subword_prefix", "##")
+    unk = vocab.get(model.get("unk_token", "[UNK]"))
+    max_chars = model.get("max_input_chars_per_word", 100)
+    if unk is None or not prefix.isascii() or len(prefix) > 16 or not 0 <= max_chars <= 128:
+        return None
+    return native.wordpiece(vocab, prefix, unk, max_chars, bool(normalizer.get("lowercase", True)))
 
 
 def _split_characters() -> list[str]:

@@ -6,7 +6,9 @@
  *   each looked up in the piece dict (a new one gets the next row and waits in `pending`);
  *   a text with a character the tokenizer deletes, or with an added token, is one piece.
  * - piece_ids: the ids of new pieces, from their parts (cut at ASCII punctuation) in the parts
- *   dict; parts never seen go to a Python callable (the tokenizer) in one batch.
+ *   dict; a new ASCII part through the BERT pipeline here (clean_text, lower case, WordPiece
+ *   over the vocabulary in a C table), any other new part through a Python callable (the
+ *   tokenizer) in one batch.
  * - join: the texts' ids from their pieces' rows, each text cut to max_length.
  * - mean_rows: each text's mean of its known tokens' rows, summed as numpy's
  *   `table[ids].mean(axis=1)` sums them: from 0.0, row after row in float32, then divided in
@@ -234,39 +236,243 @@ static inline int is_punct(Py_UCS4 c) {
            (c >= '{' && c <= '~');
 }
 
-static int append_ids(Buf *ids, PyObject *list, int64_t *count) {
+/* A part's ids are kept as bytes of int32 (compact, not tracked by the GC, copied whole);
+ * the tokenizer's lists and the whole texts' ids are lists of ints. */
+static PyObject *ids_bytes(PyObject *list) {
     if (!PyList_Check(list)) {
         PyErr_SetString(PyExc_TypeError, "token ids must be a list");
-        return -1;
+        return NULL;
     }
     Py_ssize_t n = PyList_GET_SIZE(list);
-    if (buf_reserve(ids, 4 * n) < 0)
-        return -1;
-    int32_t *at = (int32_t *)(ids->data + ids->used);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 4 * n);
+    if (out == NULL)
+        return NULL;
+    int32_t *at = (int32_t *)PyBytes_AS_STRING(out);
     for (Py_ssize_t k = 0; k < n; k++) {
         long v = PyLong_AsLong(PyList_GET_ITEM(list, k));
-        if (v == -1 && PyErr_Occurred())
-            return -1;
-        if (v < INT32_MIN || v > INT32_MAX) {
-            PyErr_SetString(PyExc_OverflowError, "token id out of int32");
-            return -1;
+        if ((v == -1 && PyErr_Occurred()) || v < INT32_MIN || v > INT32_MAX) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_OverflowError, "token id out of int32");
+            Py_DECREF(out);
+            return NULL;
         }
         at[k] = (int32_t)v;
     }
-    ids->used += 4 * n;
-    *count += n;
+    return out;
+}
+
+static int append_ids(Buf *ids, PyObject *held, int64_t *count) {
+    if (PyList_Check(held)) {
+        PyObject *packed = ids_bytes(held);
+        if (packed == NULL)
+            return -1;
+        int failed = append_ids(ids, packed, count);
+        Py_DECREF(packed);
+        return failed;
+    }
+    if (!PyBytes_Check(held) || PyBytes_GET_SIZE(held) % 4) {
+        PyErr_SetString(PyExc_TypeError, "a part's ids must be int32 bytes");
+        return -1;
+    }
+    Py_ssize_t size = PyBytes_GET_SIZE(held);
+    if (buf_reserve(ids, size) < 0)
+        return -1;
+    memcpy(ids->data + ids->used, PyBytes_AS_STRING(held), (size_t)size);
+    ids->used += size;
+    *count += size / 4;
     return 0;
 }
 
-/* piece_ids(pieces, direct, parts, tokenize) -> (ids: int32 bytes, counts: int64 bytes)
- * A piece in `direct` (a whole text) has its ids there; any other is cut into parts whose ids
- * are in `parts`, the parts not there first given to tokenize(list) -> list of id lists and
- * added to `parts` (only when it returns). */
-static PyObject *piece_ids(PyObject *self, PyObject *args) {
-    PyObject *pieces, *direct, *parts, *tokenize;
-    if (!PyArg_ParseTuple(args, "O!O!O!O", &PyList_Type, &pieces, &PyDict_Type, &direct,
-                          &PyDict_Type, &parts, &tokenize))
+/* The model's ASCII vocabulary entries in an open-addressing table (FNV-1a), for WordPiece
+ * on ASCII parts without a str object and a dict probe per candidate. */
+typedef struct {
+    uint64_t hash;
+    uint32_t off, len;
+    int32_t id;
+} Entry;
+
+typedef struct {
+    Entry *entries;
+    int32_t *slots; /* index into entries, -1: empty */
+    uint64_t mask;
+    char *arena;
+    char prefix[16]; /* continuing_subword_prefix */
+    Py_ssize_t prefix_len;
+    long unk;              /* the unknown token's id */
+    Py_ssize_t max_chars;  /* max_input_chars_per_word */
+    Py_ssize_t longest;    /* the longest entry, in characters */
+    int lowercase;
+} WordPiece;
+
+#define FNV_BASIS 1469598103934665603ULL
+#define FNV_PRIME 1099511628211ULL
+
+static inline uint64_t fnv(uint64_t h, const char *s, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * FNV_PRIME;
+    return h;
+}
+
+/* The id of head + tail (head: the prefix or nothing), -1 when it is not an entry. */
+static int32_t vocab_find(const WordPiece *wp, uint64_t hash, const char *head, Py_ssize_t n_head,
+                          const char *tail, Py_ssize_t n_tail) {
+    for (uint64_t s = hash & wp->mask;; s = (s + 1) & wp->mask) {
+        int32_t e = wp->slots[s];
+        if (e < 0)
+            return -1;
+        const Entry *entry = wp->entries + e;
+        if (entry->hash == hash && entry->len == (uint32_t)(n_head + n_tail) &&
+            memcmp(wp->arena + entry->off, head, (size_t)n_head) == 0 &&
+            memcmp(wp->arena + entry->off + n_head, tail, (size_t)n_tail) == 0)
+            return entry->id;
+    }
+}
+
+static void wordpiece_free(PyObject *capsule) {
+    WordPiece *wp = PyCapsule_GetPointer(capsule, "vault_brain.wordpiece");
+    if (wp == NULL)
+        return;
+    PyMem_Free(wp->entries);
+    PyMem_Free(wp->slots);
+    PyMem_Free(wp->arena);
+    PyMem_Free(wp);
+}
+
+/* wordpiece(vocab, prefix, unk, max_chars, lowercase) -> the table for piece_ids. */
+static PyObject *wordpiece(PyObject *self, PyObject *args) {
+    PyObject *vocab, *prefix;
+    long unk;
+    Py_ssize_t max_chars;
+    int lowercase;
+    if (!PyArg_ParseTuple(args, "O!Ulnp", &PyDict_Type, &vocab, &prefix, &unk, &max_chars,
+                          &lowercase))
         return NULL;
+    Py_ssize_t prefix_len;
+    const char *p = PyUnicode_AsUTF8AndSize(prefix, &prefix_len);
+    if (p == NULL)
+        return NULL;
+    if (!PyUnicode_IS_ASCII(prefix) || prefix_len > 16 || max_chars < 0 || max_chars > 128) {
+        PyErr_SetString(PyExc_ValueError, "wordpiece: an unexpected configuration");
+        return NULL;
+    }
+    WordPiece *wp = PyMem_Calloc(1, sizeof(WordPiece));
+    if (wp == NULL)
+        return PyErr_NoMemory();
+    PyObject *capsule = PyCapsule_New(wp, "vault_brain.wordpiece", wordpiece_free);
+    if (capsule == NULL) {
+        PyMem_Free(wp);
+        return NULL;
+    }
+    memcpy(wp->prefix, p, (size_t)prefix_len);
+    wp->prefix_len = prefix_len;
+    wp->unk = unk;
+    wp->max_chars = max_chars;
+    wp->lowercase = lowercase;
+    Py_ssize_t n = PyDict_GET_SIZE(vocab), size = 1, chars = 0, at = 0, pos = 0;
+    while (size < 2 * n + 2)
+        size *= 2;
+    wp->mask = (uint64_t)size - 1;
+    wp->entries = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Entry));
+    wp->slots = PyMem_Malloc((size_t)size * sizeof(int32_t));
+    PyObject *key, *value;
+    while (PyDict_Next(vocab, &pos, &key, &value))
+        if (PyUnicode_Check(key) && PyUnicode_IS_ASCII(key))
+            chars += PyUnicode_GET_LENGTH(key);
+    wp->arena = PyMem_Malloc((size_t)(chars ? chars : 1));
+    if (wp->entries == NULL || wp->slots == NULL || wp->arena == NULL) {
+        Py_DECREF(capsule);
+        return PyErr_NoMemory();
+    }
+    memset(wp->slots, 0xff, (size_t)size * sizeof(int32_t));
+    Py_ssize_t count = 0;
+    pos = 0;
+    while (PyDict_Next(vocab, &pos, &key, &value)) {
+        if (!PyUnicode_Check(key) || !PyUnicode_IS_ASCII(key))
+            continue; /* an ASCII word never meets it */
+        long id = PyLong_AsLong(value);
+        if (id == -1 && PyErr_Occurred()) {
+            Py_DECREF(capsule);
+            return NULL;
+        }
+        Py_ssize_t len = PyUnicode_GET_LENGTH(key);
+        memcpy(wp->arena + at, PyUnicode_1BYTE_DATA(key), (size_t)len);
+        Entry *e = wp->entries + count;
+        e->hash = fnv(FNV_BASIS, wp->arena + at, len);
+        e->off = (uint32_t)at;
+        e->len = (uint32_t)len;
+        e->id = (int32_t)id;
+        uint64_t s = e->hash & wp->mask;
+        while (wp->slots[s] >= 0)
+            s = (s + 1) & wp->mask;
+        wp->slots[s] = (int32_t)count++;
+        at += len;
+        if (len > wp->longest)
+            wp->longest = len;
+    }
+    return capsule;
+}
+
+/* The BERT pipeline on an ASCII part (no whitespace; no punctuation, or one punctuation
+ * character alone): BertNormalizer's clean_text drops the control characters (every ASCII one
+ * left in a part: \x00-\x1f and \x7f are Cc), lowercase maps A-Z (no accents to strip, no
+ * CJK), the pre-tokenizer leaves one word, and WordPiece cuts it greedily, longest match
+ * first, as tokenizers' models/wordpiece does: a word past max_chars, or with a rest no entry
+ * starts, is the unknown token alone. The ids as int32 bytes. */
+static PyObject *wordpiece_ascii(const WordPiece *wp, PyObject *part) {
+    Py_ssize_t len = PyUnicode_GET_LENGTH(part), n = 0, n_ids = 0;
+    const unsigned char *raw = PyUnicode_1BYTE_DATA(part);
+    char w[128];
+    int32_t ids[128];
+    uint64_t hashes[128];
+    for (Py_ssize_t i = 0; i < len; i++) {
+        unsigned char c = raw[i];
+        if (c < 0x20 || c == 0x7f)
+            continue;
+        if (n == wp->max_chars) /* past max_chars: the unknown token */
+            goto unknown;
+        w[n++] = (char)(wp->lowercase && c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    }
+    for (Py_ssize_t start = 0; start < n;) {
+        Py_ssize_t last = n - start > wp->longest ? start + wp->longest : n;
+        const char *head = start ? wp->prefix : "";
+        Py_ssize_t n_head = start ? wp->prefix_len : 0;
+        uint64_t h = fnv(FNV_BASIS, head, n_head);
+        for (Py_ssize_t k = start; k < last; k++)
+            hashes[k] = h = (h ^ (unsigned char)w[k]) * FNV_PRIME;
+        int32_t id = -1;
+        Py_ssize_t end = last;
+        for (; end > start; end--) {
+            id = vocab_find(wp, hashes[end - 1], head, n_head, w + start, end - start);
+            if (id >= 0)
+                break;
+        }
+        if (id < 0) /* no entry starts the rest: the whole word is unknown */
+            goto unknown;
+        ids[n_ids++] = id;
+        start = end;
+    }
+    return PyBytes_FromStringAndSize((const char *)ids, 4 * n_ids);
+unknown:
+    ids[0] = (int32_t)wp->unk;
+    return PyBytes_FromStringAndSize((const char *)ids, 4);
+}
+
+/* piece_ids(pieces, direct, parts, tokenize, wordpiece) -> (ids: int32 bytes, counts: int64)
+ * A piece in `direct` (a whole text) has its ids there; any other is cut into parts whose ids
+ * (int32 bytes) are in `parts`. A new ASCII part gets its ids here when `wordpiece` (a table
+ * from wordpiece()) is given; the other new parts go to tokenize(list) -> list of id lists,
+ * and all are added to `parts`. */
+static PyObject *piece_ids(PyObject *self, PyObject *args) {
+    PyObject *pieces, *direct, *parts, *tokenize, *wp_capsule;
+    if (!PyArg_ParseTuple(args, "O!O!O!OO", &PyList_Type, &pieces, &PyDict_Type, &direct,
+                          &PyDict_Type, &parts, &tokenize, &wp_capsule))
+        return NULL;
+    const WordPiece *wp = NULL;
+    if (wp_capsule != Py_None) {
+        wp = PyCapsule_GetPointer(wp_capsule, "vault_brain.wordpiece");
+        if (wp == NULL)
+            return NULL;
+    }
     PyObject *plan = PyList_New(0); /* per piece: its direct ids, or its parts one by one */
     PyObject *fresh = PyDict_New(); /* new part -> None, in order of first sight */
     Buf ends = {0}, ids = {0}, counts = {0};
@@ -281,6 +487,9 @@ static PyObject *piece_ids(PyObject *self, PyObject *args) {
             if (PyList_Append(plan, own) < 0)
                 goto fail;
         } else if (PyErr_Occurred()) {
+            goto fail;
+        } else if (!PyUnicode_Check(piece)) {
+            PyErr_SetString(PyExc_TypeError, "pieces must be str");
             goto fail;
         } else {
             int kind = PyUnicode_KIND(piece);
@@ -299,6 +508,13 @@ static PyObject *piece_ids(PyObject *self, PyObject *args) {
                 if (part == NULL)
                     goto fail;
                 int known = PyDict_Contains(parts, part);
+                if (known == 0 && wp != NULL && PyUnicode_IS_ASCII(part)) {
+                    PyObject *own_ids = wordpiece_ascii(wp, part);
+                    known = own_ids == NULL                               ? -1
+                            : PyDict_SetItem(parts, part, own_ids) < 0 ? -1
+                                                                       : 1;
+                    Py_XDECREF(own_ids);
+                }
                 if (known == 0)
                     known = PyDict_SetDefault(fresh, part, Py_None) == NULL ? -1 : 0;
                 if (known < 0 || PyList_Append(plan, part) < 0) {
@@ -322,25 +538,29 @@ static PyObject *piece_ids(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "tokenize must return a list, one per text");
             goto fail;
         }
-        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(new); k++)
-            if (PyDict_SetItem(parts, PyList_GET_ITEM(new, k), PyList_GET_ITEM(got, k)) < 0)
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(new); k++) {
+            PyObject *packed = ids_bytes(PyList_GET_ITEM(got, k));
+            int failed = packed == NULL || PyDict_SetItem(parts, PyList_GET_ITEM(new, k), packed);
+            Py_XDECREF(packed);
+            if (failed)
                 goto fail;
+        }
     }
     const int64_t *end = (const int64_t *)ends.data;
     Py_ssize_t at = 0;
     for (Py_ssize_t p = 0; p < n; p++) {
         int64_t count = 0;
         for (; at < end[p]; at++) {
-            PyObject *item = PyList_GET_ITEM(plan, at), *list = item;
+            PyObject *item = PyList_GET_ITEM(plan, at), *held = item;
             if (PyUnicode_Check(item)) {
-                list = PyDict_GetItemWithError(parts, item);
-                if (list == NULL) {
+                held = PyDict_GetItemWithError(parts, item);
+                if (held == NULL) {
                     if (!PyErr_Occurred())
                         PyErr_SetObject(PyExc_KeyError, item);
                     goto fail;
                 }
             }
-            if (append_ids(&ids, list, &count) < 0)
+            if (append_ids(&ids, held, &count) < 0)
                 goto fail;
         }
         if (buf_i64(&counts, count) < 0)
@@ -687,6 +907,7 @@ static PyObject *use_simd(PyObject *self, PyObject *flag) {
 static PyMethodDef methods[] = {
     {"use_simd", use_simd, METH_O, "Allow the x86 SIMD loops (the default) or not (tests)."},
     {"split_lookup", split_lookup, METH_VARARGS, "Pieces of texts looked up in the piece dict."},
+    {"wordpiece", wordpiece, METH_VARARGS, "The ASCII vocabulary for piece_ids' WordPiece."},
     {"piece_ids", piece_ids, METH_VARARGS, "New pieces' ids from their parts."},
     {"join", join, METH_VARARGS, "Texts' ids from their pieces' rows, cut to max_length."},
     {"mean_rows", mean_rows, METH_VARARGS, "Each text's mean of its known tokens' rows."},
