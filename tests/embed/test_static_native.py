@@ -111,6 +111,24 @@ def test_ascii_parts_get_the_tokenizers_ids_from_the_compiled_wordpiece(texts):
     assert native._pieces._wordpiece is not None
 
 
+def test_a_cache_that_starts_over_alike(monkeypatch):
+    """Pieces leave the table (a full cache, long pieces, whole texts): the compiled lookups'
+    front of short pieces must not give a row the table no longer holds."""
+    from vault_brain.embed import piece_tokens
+
+    monkeypatch.setattr(piece_tokens, "MAX_PIECES", 7)
+    monkeypatch.setattr(piece_tokens, "MAX_ROWS", 60)
+    monkeypatch.setattr(piece_tokens, "MAX_IDS", 120)
+    native, python = pair()
+    for n in range(12):
+        texts = [
+            f"batch {n % 3} text {i % 5} " + "word " * (i * n % 13) + "ab\x0bcd " * (i == 3)
+            + "long" * 12 * (i % 4 == 1) + f" w{(i + n) % 9}"
+            for i in range(20)
+        ]  # fmt: skip
+        assert_same(texts, native, python)
+
+
 def test_the_split_characters_are_str_splits():
     import sys
 

@@ -45,6 +45,7 @@ MAX_PIECES = 250_000  # pieces kept between batches (~30 MB); past it they start
 MAX_ROWS = 1_000_000  # rows of the table, kept or left by long pieces (16 MB)
 MAX_IDS = 4_000_000  # ids in the table (16 MB)
 MAX_PARTS = 250_000  # parts kept (a few MB)
+FRONT_CHARS = STATIC.FRONT_CHARS if STATIC is not None else 0
 _POST_PROCESSORS = {None, "TemplateProcessing", "BertProcessing"}  # none adds ids here
 
 
@@ -82,6 +83,8 @@ class PieceTokens:
         self.native = native  # the compiled kernels, or None for the Python below
         self._odd_chars = odd
         self._wordpiece = wordpiece  # for the compiled WordPiece of ASCII parts, or None
+        # the compiled lookups' front of short pieces' rows; new whenever one leaves _rows
+        self._front = native.front() if native is not None else None
         # A text with one of these characters or added tokens goes to the tokenizer whole.
         self._odd = re.compile(f"[{re.escape(odd)}]").search if odd else None
         self._added = added
@@ -126,6 +129,7 @@ class PieceTokens:
         if len(rows) > MAX_PIECES or rows.next > MAX_ROWS or self._used > MAX_IDS:
             rows.clear()
             rows.next = self._used = 0
+            self._forgot()
         if len(self._parts) > MAX_PARTS:
             self._parts.clear()
         pending = rows.pending = []
@@ -133,7 +137,7 @@ class PieceTokens:
         if self.native is not None:
             whole: set[str] = set()
             found_bytes, per_bytes, rows.next = self.native.split_lookup(
-                texts, rows, rows.next, self._odd_chars, self._added, pending, whole
+                texts, rows, rows.next, self._odd_chars, self._added, pending, whole, self._front
             )
             found = np.frombuffer(found_bytes, dtype=np.int64)
             per_text = np.frombuffer(per_bytes, dtype=np.int64)
@@ -153,9 +157,18 @@ class PieceTokens:
             return self._join(found, per_text)
         finally:  # long pieces and whole texts leave the index (their rows stay unused),
             rows.pending = []  # and every new piece when the tokenizer failed on one
+            short = False
             for p in pending:
                 if not added or len(p) > KEPT_PIECE_CHARS or p in whole:
                     del rows[p]
+                    short = short or len(p) <= FRONT_CHARS
+            if short:
+                self._forgot()
+
+    def _forgot(self) -> None:
+        """Short pieces left _rows: the compiled lookups' front of them starts over."""
+        if self.native is not None:
+            self._front = self.native.front()
 
     def _whole(self, text: str) -> bool:
         if self._odd is not None and self._odd(text):

@@ -68,6 +68,46 @@ static PyObject *buf_bytes(Buf *b) {
 
 /* ------------------------------------------------------------------ split_lookup */
 
+#define FNV_BASIS 1469598103934665603ULL
+#define FNV_PRIME 1099511628211ULL
+
+static inline uint64_t fnv(uint64_t h, const char *s, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * FNV_PRIME;
+    return h;
+}
+
+/* A front for the piece dict: the rows of pieces met before (short ones, of one-byte texts)
+ * by their bytes, direct-mapped, so a frequent piece costs a hash of its bytes and a compare
+ * instead of a str, its SipHash and a probe of a dict of 250k pieces (cache misses). It takes
+ * a piece when the dict gives its row, and the caller takes a new front whenever a piece of
+ * FRONT_CHARS characters or fewer leaves the dict (a clear, a failed batch). */
+#define FRONT_SLOTS 8192
+#define FRONT_CHARS 28
+
+typedef struct {
+    uint64_t hash;
+    int64_t row;
+    uint32_t len; /* 0: empty */
+    char data[FRONT_CHARS];
+} Front;
+
+static void front_free(PyObject *capsule) {
+    PyMem_Free(PyCapsule_GetPointer(capsule, "vault_brain.front"));
+}
+
+/* front() -> an empty front for split_lookup. */
+static PyObject *front(PyObject *self, PyObject *noargs) {
+    Front *f = PyMem_Calloc(FRONT_SLOTS, sizeof(Front));
+    if (f == NULL)
+        return PyErr_NoMemory();
+    PyObject *capsule = PyCapsule_New(f, "vault_brain.front", front_free);
+    if (capsule == NULL)
+        PyMem_Free(f);
+    return capsule;
+}
+
+
 /* The row of `piece` in `rows`, a new one (appended to `pending`) when it has none. */
 static int64_t row_of(PyObject *rows, PyObject *piece, int64_t *next, PyObject *pending,
                       int *is_new) {
@@ -106,15 +146,18 @@ static int is_odd(Py_UCS4 c, const Py_UCS4 *odd, Py_ssize_t n_odd) {
     return 0;
 }
 
-/* split_lookup(texts, rows, next, odd, added, pending, whole)
+/* split_lookup(texts, rows, next, odd, added, pending, whole, front)
  *   -> (rows of the pieces: int64 bytes, pieces per text: int64 bytes, next)
- * `whole` (a set) receives the texts that are one piece. */
+ * `whole` (a set) receives the texts that are one piece; `front` is from front(). */
 static PyObject *split_lookup(PyObject *self, PyObject *args) {
-    PyObject *texts, *rows, *odd_str, *added, *pending, *whole;
+    PyObject *texts, *rows, *odd_str, *added, *pending, *whole, *front_capsule;
     long long next_arg;
-    if (!PyArg_ParseTuple(args, "O!O!LUO!O!O!", &PyList_Type, &texts, &PyDict_Type, &rows,
+    if (!PyArg_ParseTuple(args, "O!O!LUO!O!O!O", &PyList_Type, &texts, &PyDict_Type, &rows,
                           &next_arg, &odd_str, &PyTuple_Type, &added, &PyList_Type, &pending,
-                          &PySet_Type, &whole))
+                          &PySet_Type, &whole, &front_capsule))
+        return NULL;
+    Front *fronts = PyCapsule_GetPointer(front_capsule, "vault_brain.front");
+    if (fronts == NULL)
         return NULL;
     int64_t next = next_arg;
     Py_UCS4 *odd = PyUnicode_AsUCS4Copy(odd_str);
@@ -163,6 +206,21 @@ static PyObject *split_lookup(PyObject *self, PyObject *args) {
         Py_ssize_t mark = found.used;
         int64_t pieces = 0;
         for (Py_ssize_t k = 0; k < n_cuts && !whole_text; k += 2) {
+            Py_ssize_t size = cuts[k + 1] - cuts[k];
+            Front *slot = NULL;
+            uint64_t hash = 0;
+            if (kind == PyUnicode_1BYTE_KIND && size <= FRONT_CHARS) {
+                const char *bytes = (const char *)data + cuts[k];
+                hash = fnv(FNV_BASIS, bytes, size);
+                slot = fronts + (hash & (FRONT_SLOTS - 1));
+                if (slot->len == (uint32_t)size && slot->hash == hash &&
+                    memcmp(slot->data, bytes, (size_t)size) == 0) {
+                    if (buf_i64(&found, slot->row) < 0)
+                        goto fail;
+                    pieces++;
+                    continue;
+                }
+            }
             PyObject *piece = (cuts[k] == 0 && cuts[k + 1] == len && PyUnicode_CheckExact(text))
                                   ? Py_NewRef(text)
                                   : PyUnicode_Substring(text, cuts[k], cuts[k + 1]);
@@ -196,6 +254,12 @@ static PyObject *split_lookup(PyObject *self, PyObject *args) {
                 }
             }
             Py_DECREF(piece);
+            if (slot != NULL && !is_new) { /* a piece the dict held before this call */
+                slot->hash = hash;
+                slot->row = row;
+                slot->len = (uint32_t)size;
+                memcpy(slot->data, (const char *)data + cuts[k], (size_t)size);
+            }
             if (buf_i64(&found, row) < 0)
                 goto fail;
             pieces++;
@@ -303,15 +367,6 @@ typedef struct {
     Py_ssize_t longest;    /* the longest entry, in characters */
     int lowercase;
 } WordPiece;
-
-#define FNV_BASIS 1469598103934665603ULL
-#define FNV_PRIME 1099511628211ULL
-
-static inline uint64_t fnv(uint64_t h, const char *s, Py_ssize_t n) {
-    for (Py_ssize_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * FNV_PRIME;
-    return h;
-}
 
 /* The id of head + tail (head: the prefix or nothing), -1 when it is not an entry. */
 static int32_t vocab_find(const WordPiece *wp, uint64_t hash, const char *head, Py_ssize_t n_head,
@@ -904,8 +959,13 @@ static PyObject *use_simd(PyObject *self, PyObject *flag) {
     Py_RETURN_NONE;
 }
 
+static int add_constants(PyObject *m) {
+    return PyModule_AddIntConstant(m, "FRONT_CHARS", FRONT_CHARS);
+}
+
 static PyMethodDef methods[] = {
     {"use_simd", use_simd, METH_O, "Allow the x86 SIMD loops (the default) or not (tests)."},
+    {"front", front, METH_NOARGS, "An empty front for split_lookup's piece dict."},
     {"split_lookup", split_lookup, METH_VARARGS, "Pieces of texts looked up in the piece dict."},
     {"wordpiece", wordpiece, METH_VARARGS, "The ASCII vocabulary for piece_ids' WordPiece."},
     {"piece_ids", piece_ids, METH_VARARGS, "New pieces' ids from their parts."},
@@ -919,4 +979,9 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "static_model",
                                     "The instant tier's batch encode, compiled.", -1, methods};
 
-PyMODINIT_FUNC PyInit_static_model(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit_static_model(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && add_constants(m) < 0)
+        Py_CLEAR(m);
+    return m;
+}
