@@ -155,7 +155,7 @@ def numpy_means(table: np.ndarray, ids: np.ndarray, lengths: np.ndarray, unk: in
 @pytest.mark.parametrize("simd", [True, False], ids=["simd", "portable"])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), dim=st.sampled_from([2, 7, 8, 9, 33, 256]))
+@given(seed=st.integers(0, 2**32 - 1), dim=st.sampled_from([2, 7, 8, 9, 33, 64, 73, 130, 256]))
 def test_the_means_are_numpys_byte_for_byte(simd, dtype, seed, dim):
     # (one dimension is left to numpy: its sum over a single column is pairwise)
     rng = np.random.default_rng(seed)

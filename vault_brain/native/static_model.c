@@ -785,28 +785,96 @@ static void add_f16(float *acc, const uint16_t *row, Py_ssize_t dim) {
         acc[d] += half_to_float(row[d]);
 }
 
-#ifdef VB_X86
-__attribute__((target("avx2,f16c"))) static void add_f16_f16c(float *acc, const uint16_t *row,
-                                                              Py_ssize_t dim) {
-    Py_ssize_t d = 0;
-    for (; d + 8 <= dim; d += 8) {
-        __m256 r = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + d)));
-        _mm256_storeu_ps(acc + d, _mm256_add_ps(_mm256_loadu_ps(acc + d), r));
-    }
-    for (; d < dim; d++) {
-        __m128 r = _mm_cvtph_ps(_mm_cvtsi32_si128(row[d]));
-        acc[d] += _mm_cvtss_f32(r);
-    }
+/* A text's sums: acc[d] = 0.0 + row_1[d] + row_2[d] + ... over its ids other than unk, in
+ * order, in float32 (each dimension on its own: SIMD lanes change no order). */
+typedef void (*SumFn)(float *acc, const char *base, Py_ssize_t stride, const int64_t *ids,
+                      int64_t n, int64_t unk, Py_ssize_t dim);
+
+static void sum_f16(float *acc, const char *base, Py_ssize_t stride, const int64_t *ids,
+                    int64_t n, int64_t unk, Py_ssize_t dim) {
+    memset(acc, 0, (size_t)dim * sizeof(float));
+    for (int64_t k = 0; k < n; k++)
+        if (ids[k] != unk)
+            add_f16(acc, (const uint16_t *)(base + ids[k] * stride), dim);
 }
 
-__attribute__((target("avx2"))) static void add_f32_avx2(float *acc, const float *row,
+static void sum_f32(float *acc, const char *base, Py_ssize_t stride, const int64_t *ids,
+                    int64_t n, int64_t unk, Py_ssize_t dim) {
+    memset(acc, 0, (size_t)dim * sizeof(float));
+    for (int64_t k = 0; k < n; k++)
+        if (ids[k] != unk)
+            add_f32(acc, (const float *)(base + ids[k] * stride), dim);
+}
+
+#ifdef VB_X86
+/* 64 dimensions at a time in eight registers, every row of the text for each block (the
+ * rows stay in cache between blocks); the dimensions past the last block row by row. */
+__attribute__((target("avx2,f16c"))) static void sum_f16_avx2(float *acc, const char *base,
+                                                              Py_ssize_t stride,
+                                                              const int64_t *ids, int64_t n,
+                                                              int64_t unk, Py_ssize_t dim) {
+    Py_ssize_t d = 0;
+    for (; d + 64 <= dim; d += 64) {
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+               a7 = a0;
+        for (int64_t k = 0; k < n; k++) {
+            if (ids[k] == unk)
+                continue;
+            const __m128i *r = (const __m128i *)(base + ids[k] * stride + 2 * d);
+            a0 = _mm256_add_ps(a0, _mm256_cvtph_ps(_mm_loadu_si128(r)));
+            a1 = _mm256_add_ps(a1, _mm256_cvtph_ps(_mm_loadu_si128(r + 1)));
+            a2 = _mm256_add_ps(a2, _mm256_cvtph_ps(_mm_loadu_si128(r + 2)));
+            a3 = _mm256_add_ps(a3, _mm256_cvtph_ps(_mm_loadu_si128(r + 3)));
+            a4 = _mm256_add_ps(a4, _mm256_cvtph_ps(_mm_loadu_si128(r + 4)));
+            a5 = _mm256_add_ps(a5, _mm256_cvtph_ps(_mm_loadu_si128(r + 5)));
+            a6 = _mm256_add_ps(a6, _mm256_cvtph_ps(_mm_loadu_si128(r + 6)));
+            a7 = _mm256_add_ps(a7, _mm256_cvtph_ps(_mm_loadu_si128(r + 7)));
+        }
+        _mm256_storeu_ps(acc + d, a0);
+        _mm256_storeu_ps(acc + d + 8, a1);
+        _mm256_storeu_ps(acc + d + 16, a2);
+        _mm256_storeu_ps(acc + d + 24, a3);
+        _mm256_storeu_ps(acc + d + 32, a4);
+        _mm256_storeu_ps(acc + d + 40, a5);
+        _mm256_storeu_ps(acc + d + 48, a6);
+        _mm256_storeu_ps(acc + d + 56, a7);
+    }
+    if (d < dim)
+        sum_f16(acc + d, base + 2 * d, stride, ids, n, unk, dim - d);
+}
+
+__attribute__((target("avx2"))) static void sum_f32_avx2(float *acc, const char *base,
+                                                         Py_ssize_t stride, const int64_t *ids,
+                                                         int64_t n, int64_t unk,
                                                          Py_ssize_t dim) {
     Py_ssize_t d = 0;
-    for (; d + 8 <= dim; d += 8)
-        _mm256_storeu_ps(acc + d, _mm256_add_ps(_mm256_loadu_ps(acc + d),
-                                                _mm256_loadu_ps(row + d)));
-    for (; d < dim; d++)
-        acc[d] += row[d];
+    for (; d + 64 <= dim; d += 64) {
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+               a7 = a0;
+        for (int64_t k = 0; k < n; k++) {
+            if (ids[k] == unk)
+                continue;
+            const float *r = (const float *)(base + ids[k] * stride) + d;
+            a0 = _mm256_add_ps(a0, _mm256_loadu_ps(r));
+            a1 = _mm256_add_ps(a1, _mm256_loadu_ps(r + 8));
+            a2 = _mm256_add_ps(a2, _mm256_loadu_ps(r + 16));
+            a3 = _mm256_add_ps(a3, _mm256_loadu_ps(r + 24));
+            a4 = _mm256_add_ps(a4, _mm256_loadu_ps(r + 32));
+            a5 = _mm256_add_ps(a5, _mm256_loadu_ps(r + 40));
+            a6 = _mm256_add_ps(a6, _mm256_loadu_ps(r + 48));
+            a7 = _mm256_add_ps(a7, _mm256_loadu_ps(r + 56));
+        }
+        _mm256_storeu_ps(acc + d, a0);
+        _mm256_storeu_ps(acc + d + 8, a1);
+        _mm256_storeu_ps(acc + d + 16, a2);
+        _mm256_storeu_ps(acc + d + 24, a3);
+        _mm256_storeu_ps(acc + d + 32, a4);
+        _mm256_storeu_ps(acc + d + 40, a5);
+        _mm256_storeu_ps(acc + d + 48, a6);
+        _mm256_storeu_ps(acc + d + 56, a7);
+    }
+    if (d < dim)
+        sum_f32(acc + d, base + 4 * d, stride, ids, n, unk, dim - d);
 }
 #endif
 
@@ -884,13 +952,12 @@ static PyObject *mean_rows(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto r4;
     }
-    void (*add16)(float *, const uint16_t *, Py_ssize_t) = add_f16;
-    void (*add32)(float *, const float *, Py_ssize_t) = add_f32;
+    SumFn sum = half ? sum_f16 : sum_f32;
 #ifdef VB_X86
-    if (has_f16c())
-        add16 = add_f16_f16c;
-    if (has_avx2())
-        add32 = add_f32_avx2;
+    if (half && has_f16c())
+        sum = sum_f16_avx2;
+    if (!half && has_avx2())
+        sum = sum_f32_avx2;
 #endif
     const char *base = table.buf;
     Py_ssize_t stride = dim * table.itemsize;
@@ -899,17 +966,9 @@ static PyObject *mean_rows(PyObject *self, PyObject *args) {
     const int64_t *at = id;
     for (Py_ssize_t t = 0; t < n_texts; t++, o += dim) {
         int64_t known = 0;
-        memset(acc, 0, (size_t)dim * sizeof(float)); /* numpy's sum starts at 0.0 */
-        for (int64_t k = 0; k < len[t]; k++) {
-            int64_t i = at[k];
-            if (i == unk)
-                continue;
-            known++;
-            if (half)
-                add16(acc, (const uint16_t *)(base + i * stride), dim);
-            else
-                add32(acc, (const float *)(base + i * stride), dim);
-        }
+        for (int64_t k = 0; k < len[t]; k++)
+            known += at[k] != unk;
+        sum(acc, base, stride, at, len[t], unk, dim); /* numpy's sum starts at 0.0 */
         at += len[t];
         /* numpy divides the float32 sum by an intp count: in double, rounded to float32 */
         if (known)
