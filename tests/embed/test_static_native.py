@@ -129,6 +129,38 @@ def test_a_cache_that_starts_over_alike(monkeypatch):
         assert_same(texts, native, python)
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(TEXTS, st.lists(st.text(max_size=40), max_size=10))
+def test_new_parts_joined_into_one_tokenizer_call_alike(atoms, texts):
+    """The compiled path hands its new non-ASCII parts to the tokenizer many a call, joined
+    by '|' and cut back at its id: from the first part on, a few parts a text."""
+    from vault_brain.embed import piece_tokens
+
+    texts = [t for t in texts if not any("\ud800" <= c <= "\udfff" for c in t)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(piece_tokens, "JOIN_FROM", 1)
+        patch.setattr(piece_tokens, "PARTS_PER_CALL", 3)
+        assert_same(atoms + texts)
+
+
+def test_a_part_that_gives_the_separators_id_goes_alone(monkeypatch):
+    """'\u037e' (Greek question mark) is ';' after NFD: with ';' for the separator its part
+    adds an id the count sees, and that call's parts go one a text."""
+    from vault_brain.embed import piece_tokens
+
+    monkeypatch.setattr(piece_tokens, "SEPARATOR", ";")
+    monkeypatch.setattr(piece_tokens, "JOIN_FROM", 1)
+    native, python = pair()
+    texts = [f"σοφία{i} x\u037ey{i} ε{i}" for i in range(20)]
+    native.token_ids(["warm"] * 17)  # the cache, made on the first big batch
+    calls = []
+    original = native._pieces._tokenize
+    native._pieces._tokenize = lambda parts: calls.append(list(parts)) or original(parts)
+    assert_same(texts, native, python)
+    assert native._pieces._joiner  # the parts were joined ...
+    assert any(any("\u037e" in p for p in parts) for parts in calls)  # ... then went alone
+
+
 def test_the_split_characters_are_str_splits():
     import sys
 

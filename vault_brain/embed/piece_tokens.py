@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from itertools import chain
+from itertools import chain, pairwise
 from typing import Any
 
 import numpy as np
@@ -46,6 +46,9 @@ MAX_ROWS = 1_000_000  # rows of the table, kept or left by long pieces (16 MB)
 MAX_IDS = 4_000_000  # ids in the table (16 MB)
 MAX_PARTS = 250_000  # parts kept (a few MB)
 FRONT_CHARS = STATIC.FRONT_CHARS if STATIC is not None else 0
+SEPARATOR = "|"  # joins new parts into one tokenizer call (the compiled path)
+PARTS_PER_CALL = 256  # parts joined into one text
+JOIN_FROM = 64  # fewer new parts than this go one a text (the joiner costs ~20 ms to make)
 _POST_PROCESSORS = {None, "TemplateProcessing", "BertProcessing"}  # none adds ids here
 
 
@@ -85,6 +88,7 @@ class PieceTokens:
         self._wordpiece = wordpiece  # for the compiled WordPiece of ASCII parts, or None
         # the compiled lookups' front of short pieces' rows; new whenever one leaves _rows
         self._front = native.front() if native is not None else None
+        self._joiner: Any = None  # (a tokenizer without truncation, the separator's id)
         # A text with one of these characters or added tokens goes to the tokenizer whole.
         self._odd = re.compile(f"[{re.escape(odd)}]").search if odd else None
         self._added = added
@@ -183,7 +187,7 @@ class PieceTokens:
         direct = dict(zip(whole, self._tokenize(list(whole)), strict=True))
         if self.native is not None:
             ids_bytes, count_bytes = self.native.piece_ids(
-                pieces, direct, self._parts, self._tokenize, self._wordpiece
+                pieces, direct, self._parts, self._tokenize_parts, self._wordpiece
             )
             ids = np.frombuffer(ids_bytes, dtype=np.int32)
             counts = np.frombuffer(count_bytes, dtype=np.int64)
@@ -215,6 +219,35 @@ class PieceTokens:
         counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
         ids = np.fromiter(chain.from_iterable(lists), dtype=np.int32, count=int(counts.sum()))
         return ids, counts
+
+    def _tokenize_parts(self, parts: list[str]) -> list[list[int]]:
+        """New parts' ids, many parts a tokenizer call (its cost is ~6 µs a call before the
+        first character): joined by SEPARATOR, the ids cut back at the separator's. Exact
+        because a part holds no ASCII punctuation: the normaliser maps each character on its
+        own and reorders combining marks only between two starters ('|' is one), the
+        separator is a word of its own, and an added token with '|' in it turns the joining
+        off. A part that gave the separator's id itself would show in the count: that call's
+        parts go one a text instead."""
+        joiner = self._joiner
+        if joiner is None and len(parts) >= JOIN_FROM:
+            joiner = self._joiner = _joiner(self.tokenizer, self._added) or False
+        if not joiner:
+            return self._tokenize(parts)
+        tokenizer, sep = joiner
+        starts = range(0, len(parts), PARTS_PER_CALL)
+        texts = [SEPARATOR.join(parts[at : at + PARTS_PER_CALL]) for at in starts]
+        out: list[list[int]] = []
+        encodings = tokenizer.encode_batch_fast(texts, add_special_tokens=False)
+        for at, encoding in zip(starts, encodings, strict=True):
+            chunk = parts[at : at + PARTS_PER_CALL]
+            ids = np.asarray(encoding.ids, dtype=np.int64)
+            cuts = np.flatnonzero(ids == sep)
+            if len(cuts) != len(chunk) - 1:
+                out.extend(self._tokenize(chunk))
+                continue
+            bounds = np.concatenate([[-1], cuts, [len(ids)]]).tolist()
+            out.extend(ids[a + 1 : b].tolist() for a, b in pairwise(bounds))
+        return out
 
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
         if not texts:
@@ -268,6 +301,22 @@ def _ascii_wordpiece(tokenizer: Any, spec: dict, native: Any) -> Any:
     if unk is None or not prefix.isascii() or len(prefix) > 16 or not 0 <= max_chars <= 128:
         return None
     return native.wordpiece(vocab, prefix, unk, max_chars, bool(normalizer.get("lowercase", True)))
+
+
+def _joiner(tokenizer: Any, added: tuple[str, ...]) -> tuple[Any, int] | None:
+    """The tokenizer again without truncation or padding (a joined text may pass 512 ids),
+    and SEPARATOR's id; None when an added token holds SEPARATOR or it is not one id."""
+    from tokenizers import Tokenizer
+
+    if any(SEPARATOR in token for token in added):
+        return None
+    copy = Tokenizer.from_str(tokenizer.to_str())
+    copy.no_truncation()
+    copy.no_padding()
+    ids = copy.encode(SEPARATOR, add_special_tokens=False).ids
+    if len(ids) != 1 or copy.encode(f"a{SEPARATOR}b", add_special_tokens=False).ids[1] != ids[0]:
+        return None
+    return copy, ids[0]
 
 
 def _split_characters() -> list[str]:
