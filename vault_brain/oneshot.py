@@ -40,8 +40,14 @@ def begin(settings: Settings, mode: str | None) -> Early | None:
 
 
 def _work(settings: Settings, told: Callable[[], bytes]) -> bytes:
-    """In the child: numpy (while the parent makes its Brain), then the service's part."""
-    import numpy  # noqa: F401
+    """In the child: numpy (while the parent makes its Brain), then the service's part.
+    Where the C module is built (embed/e5_native.py), e5's query vector and the KNN need no
+    numpy: the child then imports none (an instant tier's model, when one answers, imports
+    it when it loads)."""
+    from vault_brain.embed.e5_native import native
+
+    if native() is None:
+        import numpy  # noqa: F401
 
     from vault_brain.service import answer_forked
 
