@@ -14,6 +14,8 @@ the Brain makes its own (service.py answer_forked).
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import TYPE_CHECKING
 
 from vault_brain.config import is_server_url
@@ -23,6 +25,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from vault_brain.config import Settings
+
+
+# Tests: where the child lists the modules it imported once it has its answer (that a
+# search with the C module built imports no numpy there: tests/test_early_query.py).
+REPORT_MODULES = "VAULT_BRAIN_CHILD_MODULES"
 
 
 def begin(settings: Settings, mode: str | None) -> Early | None:
@@ -51,4 +58,9 @@ def _work(settings: Settings, told: Callable[[], bytes]) -> bytes:
 
     from vault_brain.service import answer_forked
 
-    return answer_forked(settings, told)
+    answer = answer_forked(settings, told)
+    report = os.environ.get(REPORT_MODULES)
+    if report:  # the child's stderr is /dev/null (embed/early.py): its modules, to a file
+        with open(report, "w", encoding="utf-8") as fh:
+            fh.write("\n".join(sorted(sys.modules)))
+    return answer
