@@ -679,7 +679,12 @@ class Reads:
             if self._owner.one_shot:  # type: ignore[attr-defined]
                 from vault_brain.index.sqlite import vecscan  # (numpy-free where it can be)
 
-                found = vecscan.scan(self, vector, filters, k, tier, noise)
+                if vecscan.native() is not None:
+                    found = vecscan.scan(self, vector, filters, k, tier, noise)
+                else:
+                    from vault_brain.index.sqlite import matrix
+
+                    found = matrix.scan(self, vector, filters, k, tier, noise)
             else:
                 found = self._owner.matrix_of(tier).search(  # type: ignore[attr-defined]
                     self, model, vector, filters, k, tier, noise

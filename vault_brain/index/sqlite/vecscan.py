@@ -6,7 +6,7 @@ picks the k best with the noise's two medians, as matrix._best does. Its cosines
 products matrix.slice_products takes when the module is built (a fixed order per row), so
 this answers what the resident's matrix answers, to the bit (tests/index/test_vecscan.py).
 The one-shot search's forked child then imports no numpy (docs/benchmarks.md, "The first
-search, round 10"). Without the module: matrix.scan.
+search, round 10"). Without the module, the store asks matrix.scan.
 """
 
 from __future__ import annotations
@@ -44,12 +44,11 @@ def scan(
     noise: bool = True,
     max_rows: int = MAX_ROWS,
 ) -> VectorHits | None:
-    """matrix.scan's answer (None when the KNN must answer)."""
+    """matrix.scan's answer (None when the KNN must answer), by the C module (the caller
+    asks matrix.scan where `native()` is None)."""
     module = native()
     if module is None:
-        from vault_brain.index.sqlite import matrix
-
-        return matrix.scan(reads, vector, filters, k, tier, noise, max_rows)
+        raise RuntimeError("vault_brain._querynative is not built")
     query = _float32(vector)
     width = len(query) // 4
     slots = reads.vector_slots(tier)
