@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.index.sqlite.test_scan import fixed_order_products as fixed_order
 from vault_brain.embed.e5_native import native
 from vault_brain.index.sqlite import matrix
 
@@ -163,3 +164,31 @@ def test_the_c_encoder_agrees_with_numpys_the_graphs_and_the_exact_model(encoder
     assert _encoder_agreement(c_encoder) >= MIN_AGREEMENT
     pooled = c_encoder.pooled(ids)  # unnormalised, for the reference check: the same vector
     assert np.allclose(l2_normalise(pooled), c_vectors, atol=1e-6)
+
+
+def test_the_kept_bank_is_read_without_numpy_and_gives_the_same_likeness(tmp_path):
+    """The bank's vectors as np.save keeps them, read by fit._read_kept_bank: the same
+    rows, and bank_likeness gives the same float from them as from the array (the C
+    products either way); other files are left to numpy."""
+    import io
+
+    from vault_brain.search.fit import KeptBank, _read_kept_bank, bank_likeness
+
+    rng = np.random.default_rng(11)
+    bank = rng.standard_normal((40, 24)).astype(np.float32)
+    vector = rng.standard_normal(24).astype(np.float32)
+    out = io.BytesIO()
+    np.save(out, bank, allow_pickle=False)
+    path = tmp_path / "bank.npy"
+    path.write_bytes(out.getvalue())
+    kept = _read_kept_bank(path, 40)
+    assert kept == KeptBank(bank.tobytes(), 40, 24)
+    assert bank_likeness(kept, vector) == bank_likeness(bank, vector)
+    assert bank_likeness(bank, vector) == float(fixed_order(bank, vector).max())
+    assert _read_kept_bank(path, 41) is None  # another bank's
+    np.save(out := io.BytesIO(), bank.astype(np.float64), allow_pickle=False)
+    path.write_bytes(out.getvalue())
+    assert _read_kept_bank(path, 40) is None
+    path.write_bytes(b"damaged")
+    assert _read_kept_bank(path, 40) is None
+    assert bank_likeness(KeptBank(b"", 0, 24), vector) == 0.0

@@ -303,13 +303,9 @@ static void norm_rows(float *x, int T, int H, const float *w, const float *b, fl
 /* x [T][n_in] times a matrix as e5_query's _linear computes it, plus the bias. */
 static void linear(const float *x, int T, int n_in, int n_out, const int8_t *codes,
                    const float *scale, const float *sums, const float *bias, int16_t *qbuf,
-                   int32_t *ibuf, float *y)
+                   int32_t *ibuf, float *steps, float *y)
 {
-    float *steps = malloc(sizeof(float) * 2 * (size_t)T);
-    float *zeros = steps ? steps + T : NULL;
-    if (!steps) { /* tiny; cannot happen in practice */
-        abort();
-    }
+    float *zeros = steps + T; /* steps: 2 T floats, each row's step and zero point */
     const float inv255 = (float)(1.0 / 255.0);
     for (int t = 0; t < T; t++) {
         const float *r = x + (size_t)t * n_in;
@@ -351,7 +347,6 @@ static void linear(const float *x, int T, int n_in, int n_out, const int8_t *cod
             yt[o] = v + bias[o];
         }
     }
-    free(steps);
 }
 
 /* onnxruntime's Gelu, 0.5 x (1 + erf(x / sqrt 2)), erf by Abramowitz & Stegun 7.1.26 in
@@ -390,9 +385,10 @@ static int forward(const Encoder *e, const int64_t *ids, int T, float *out)
     float *att = malloc(sizeof(float) * (size_t)T * H);
     float *tmp = malloc(sizeof(float) * (size_t)T * H);
     float *probs = malloc(sizeof(float) * (size_t)T);
+    float *steps = malloc(sizeof(float) * 2 * (size_t)T);
     int16_t *qbuf = malloc(sizeof(int16_t) * (size_t)T * (F > H ? F : H));
     int32_t *ibuf = malloc(sizeof(int32_t) * (size_t)T * widest);
-    int ok = x && big && att && tmp && probs && qbuf && ibuf;
+    int ok = x && big && att && tmp && probs && steps && qbuf && ibuf;
     if (ok) {
         const uint8_t *words = e->words.buf;
         const float *pos = arr(e, E_POS);
@@ -417,7 +413,7 @@ static int forward(const Encoder *e, const int64_t *ids, int T, float *out)
         for (int layer = 0; layer < e->layers; layer++) {
 #define M(m, part) layer_arr(e, layer, (m) * PER_MATRIX + (part))
             linear(x, T, H, 3 * H, M(M_QKV, A_CODES), M(M_QKV, A_SCALE), M(M_QKV, A_SUMS),
-                   M(M_QKV, A_BIAS), qbuf, ibuf, big);
+                   M(M_QKV, A_BIAS), qbuf, ibuf, steps, big);
             for (int h = 0; h < heads; h++) {
                 for (int i = 0; i < T; i++) {
                     const float *q = big + (size_t)i * 3 * H + h * size;
@@ -449,17 +445,17 @@ static int forward(const Encoder *e, const int64_t *ids, int T, float *out)
                 }
             }
             linear(att, T, H, H, M(M_AO, A_CODES), M(M_AO, A_SCALE), M(M_AO, A_SUMS),
-                   M(M_AO, A_BIAS), qbuf, ibuf, tmp);
+                   M(M_AO, A_BIAS), qbuf, ibuf, steps, tmp);
             for (size_t i = 0; i < (size_t)T * H; i++)
                 x[i] = tmp[i] + x[i];
             norm_rows(x, T, H, layer_arr(e, layer, N_ALN_W), layer_arr(e, layer, N_ALN_B),
                       e->eps);
             linear(x, T, H, F, M(M_FI, A_CODES), M(M_FI, A_SCALE), M(M_FI, A_SUMS),
-                   M(M_FI, A_BIAS), qbuf, ibuf, big);
+                   M(M_FI, A_BIAS), qbuf, ibuf, steps, big);
             for (size_t i = 0; i < (size_t)T * F; i++)
                 big[i] = gelu(big[i]);
             linear(big, T, F, H, M(M_FO, A_CODES), M(M_FO, A_SCALE), M(M_FO, A_SUMS),
-                   M(M_FO, A_BIAS), qbuf, ibuf, tmp);
+                   M(M_FO, A_BIAS), qbuf, ibuf, steps, tmp);
             for (size_t i = 0; i < (size_t)T * H; i++)
                 x[i] = tmp[i] + x[i];
             norm_rows(x, T, H, layer_arr(e, layer, N_OLN_W), layer_arr(e, layer, N_OLN_B),
@@ -478,6 +474,7 @@ static int forward(const Encoder *e, const int64_t *ids, int T, float *out)
     free(att);
     free(tmp);
     free(probs);
+    free(steps);
     free(qbuf);
     free(ibuf);
     return ok ? 0 : -1;
