@@ -867,6 +867,18 @@ done:
     return result;
 }
 
+/* keep_heap(): free one untouched 4 MB block. glibc's malloc maps a block above its
+ * mmap threshold afresh and unmaps it when freed; freeing a mapped block raises the
+ * threshold to its size (mallopt(3)), so later blocks of a few MB (sqlite-vec's chunk
+ * blobs) come from the heap, reused, instead of fresh mappings faulted in page by page.
+ * Other allocators: no effect. */
+static PyObject *keep_heap(PyObject *mod, PyObject *unused)
+{
+    void *volatile block = malloc((size_t)4 << 20);
+    free(block);
+    Py_RETURN_NONE;
+}
+
 static PyObject *set_portable(PyObject *mod, PyObject *arg)
 {
     int flag = PyObject_IsTrue(arg);
@@ -907,6 +919,7 @@ static PyMethodDef module_methods[] = {
      "best(scores, ids, n, k, noise, allowed) -> (positions, scores, median, spread)"},
     {"int_products", int_products, METH_VARARGS, "the encoder's integer kernel (tests)"},
     {"set_portable", set_portable, METH_O, "use the portable integer kernel (tests)"},
+    {"keep_heap", keep_heap, METH_NOARGS, "free one untouched 4 MB block (glibc's threshold)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_querynative",

@@ -49,6 +49,7 @@ def scan(
     module = native()
     if module is None:
         raise RuntimeError("vault_brain._querynative is not built")
+    _keep_blobs_in_the_heap(module)
     query = _float32(vector)
     width = len(query) // 4
     slots = reads.vector_slots(tier)
@@ -79,6 +80,20 @@ def scan(
         if c in notes  # (a vector whose chunk is gone: none, the store deletes both at once)
     ]
     return VectorHits(hits, median, spread)
+
+
+_heap_ready = False
+
+
+def _keep_blobs_in_the_heap(module: Any) -> None:
+    """Free one untouched 4 MB block, once per process (the C module's keep_heap, as
+    e5_query._keep_temporaries_in_the_heap, which the numpy path ran before its scan):
+    glibc's malloc then serves sqlite-vec's ~1.5 MB chunk blobs (SQLite's buffer and the
+    bytes the binding copies them into) from the heap instead of a fresh mapping each."""
+    global _heap_ready
+    if not _heap_ready:
+        _heap_ready = True
+        module.keep_heap()
 
 
 def _float32(vector: Any) -> bytes:
