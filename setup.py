@@ -7,12 +7,22 @@ from setuptools import Extension, setup
 # Plain C (C99 and the CPython API), no -march flags: one build runs on every CPU of its
 # architecture. optional=True: a failed compile warns and installs the rest.
 NATIVE: list[Extension] = [
-    # The instant tier's batch encode (embed/piece_tokens.py, embed/static.py): pieces,
-    # parts, the ids' join and the rows' means, the same ids and vectors byte for byte.
+    # e5's light query encoder and the one-shot vector scan without numpy (the forked
+    # child of a one-shot search: embed/e5_native.py, index/sqlite/vecscan.py).
+    # -ffp-contract=off: no fused multiply-add, so a cosine has the same bits on every CPU.
     Extension(
-        "vault_brain.native.static_model",
-        ["vault_brain/native/static_model.c"],
-        extra_compile_args=["-O3", "-std=c99", "-fno-fast-math"],
+        "vault_brain._querynative",
+        ["vault_brain/native/querynative.c"],
+        extra_compile_args=["-O3", "-std=c99", "-ffp-contract=off"],
+        optional=True,
+    ),
+    # The instant tier's batch encode (embed/piece_tokens.py, embed/static.py): pieces,
+    # parts, the ids' join and the rows' means, the same ids and vectors byte for byte
+    # (numpy's order of sums; -ffp-contract=off as above).
+    Extension(
+        "vault_brain._staticnative",
+        ["vault_brain/native/staticnative.c"],
+        extra_compile_args=["-O3", "-std=c99", "-ffp-contract=off"],
         optional=True,
     ),
 ]

@@ -17,6 +17,10 @@ says (the probe replaces `spare_core` in that process only).
 Before the rounds, `search --json --explain` (raw scores included) of every checkout (and
 way) is hashed for each query of QUERIES (English, German, Spanish, French, Japanese,
 Russian; an error code, a compiler flag) in both modes: the answers must be the same bytes.
+With `--other-vectors` (codes whose query vectors differ by design, e.g. another encoder's
+rounding: e5's C encoder against numpy's), differing answers are reported, not failed: for
+each, how many of the first runner's top 10 paths each other runner has, and whether in the
+same order.
 
     .venv/bin/python -m bench.first_search --vault /tmp/cpp-docs \\
         --code base=/work/wt/x-base:/tmp/x/home-base/cache --code new=.:/tmp/x/home/cache \\
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import statistics
 import subprocess
@@ -84,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--qmd-env", action="append", default=[], help="NAME=VALUE for qmd")
     parser.add_argument("--both-ways", action="store_true", help="spare core told yes and no")
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument(
+        "--other-vectors", action="store_true", help="report differing answers' top-10 overlap"
+    )
     parser.add_argument("--json-out")
     args = parser.parse_args(argv)
     vault = str(Path(args.vault).resolve())
@@ -119,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # Untimed: model files built, and the answers of every runner hashed.
     answers: dict[str, dict[str, str]] = {}
+    tops: dict[str, dict[str, list[str]]] = {}  # the top 10 paths, by query and runner
     for label, (code, env) in runners.items():
         for query in QUERIES:
             for mode, flags in modes.items():
@@ -127,7 +136,9 @@ def main(argv: list[str] | None = None) -> int:
                 answers.setdefault(f"{mode}: {query}", {})[label] = hashlib.sha256(out).hexdigest()[
                     :16
                 ]
+                tops.setdefault(f"{mode}: {query}", {})[label] = _top_paths(out)
     differ = [key for key, by in answers.items() if len(set(by.values())) != 1]
+    overlaps = {key: _overlaps(tops[key]) for key in differ}
 
     qmd = None
     if args.qmd:
@@ -177,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         f"answers (search --json --explain, {len(answers)} query x mode, sha256): "
         + ("the same bytes from every runner" if not differ else f"DIFFER: {differ}")
     )
+    for key, by in overlaps.items():
+        print(f"  {key}: top 10 against the first runner's: {by}")
     report = {
         "machine": machine(),
         "codes": {label: code for label, (code, _) in runners.items()},
@@ -186,10 +199,30 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_1m": loads,
         "answers_sha256": answers,
         "same_answers": not differ,
+        "top10_overlap_where_differ": overlaps,
         "results": rows,
     }
     print(write_json(report, args.json_out))
-    return 0 if not differ else 1
+    return 0 if not differ or args.other_vectors else 1
+
+
+def _top_paths(out: bytes) -> list[str]:
+    try:
+        return [r["path"] for r in json.loads(out)["results"][:10]]
+    except (ValueError, KeyError, TypeError):
+        return []
+
+
+def _overlaps(by: dict[str, list[str]]) -> dict[str, str]:
+    """Each runner after the first: "n/10" of the first's top 10 it has, ", same order"
+    when its top 10 is the first's."""
+    first, *others = by
+    out = {}
+    for label in others:
+        shared = len(set(by[first]) & set(by[label]))
+        same = ", same order" if by[first] == by[label] else ""
+        out[label] = f"{shared}/{len(by[first])}{same}"
+    return out
 
 
 if __name__ == "__main__":

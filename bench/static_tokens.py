@@ -12,7 +12,7 @@ the start of each round. Per round, alternated, each with fresh models:
 - tokenizers: `encode_batch_fast` of the texts (the path before round 7: the model with its
   piece cache turned off);
 - pieces: the same ids from the cached pieces (StaticModelFile.token_ids), in Python;
-- compiled: the same through vault_brain/native/static_model.c (round 10; left out where it
+- compiled: the same through vault_brain/native/staticnative.c (round 10; left out where it
   is not built);
 - vectors, each path: the whole `encode` (ids, the unknown token's drop, gathers and means;
   the compiled path's means read the float16 rows).
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         progress("chunking the vault")
         batches = [b for b in chunk_batches(vault) if b]
         chunks = sum(map(len, batches))
-        from vault_brain.embed.native import STATIC
+        from vault_brain.embed.static_native import STATIC
 
         paths = PATHS if STATIC is not None else PATHS[:2]
         cpu: dict[str, list[float]] = {f"{w}: {p}": [] for w in ("ids", "vectors") for p in paths}

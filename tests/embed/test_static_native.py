@@ -1,4 +1,4 @@
-"""The compiled static-model kernels (vault_brain/native/static_model.c) give the Python path's
+"""The compiled static-model kernels (vault_brain/native/staticnative.c) give the Python path's
 ids and vectors byte for byte: the same pieces, rows, parts, join and cut, and the means summed
 in numpy's order (from 0.0, row after row in float32), with and without the x86 SIMD loops.
 Skipped, with its reason, where the extension is not built."""
@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from tests.embed.test_piece_tokens import ATOMS, assert_same_ids
 from vault_brain.embed.local import BUNDLED_MODEL
-from vault_brain.embed.native import STATIC
 from vault_brain.embed.static import SMALL_BATCH, StaticModelFile
+from vault_brain.embed.static_native import STATIC
 
-pytestmark = pytest.mark.skipif(STATIC is None, reason="vault_brain.native.static_model not built")
+pytestmark = pytest.mark.skipif(STATIC is None, reason="vault_brain._staticnative not built")
 
 
 def pair() -> tuple[StaticModelFile, StaticModelFile]:

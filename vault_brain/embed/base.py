@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
@@ -26,6 +26,16 @@ def embed_queries(embedder: Embedder, texts: list[str], *, light: bool = False) 
     method = getattr(embedder, "embed_light_queries", None) if light else None
     method = method or getattr(embedder, "embed_queries", None)
     return method(texts) if callable(method) else embedder.embed(texts)
+
+
+def query_vector(embedder: Embedder, text: str, *, light: bool = False) -> Any:
+    """One search query's vector, as embed_queries gives it, or a row from the model's
+    `light_query_rows` where it has them (e5's C encoder gives an array('f') without
+    importing numpy: a one-shot search's forked child, search/semantic.py)."""
+    rows = getattr(embedder, "light_query_rows", None) if light else None
+    if callable(rows):
+        return rows([text])[0]
+    return embed_queries(embedder, [text], light=light)[0]
 
 
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:

@@ -34,6 +34,7 @@ import json
 import os
 import threading
 import time
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -247,6 +248,28 @@ class E5Embedder:
         batches beyond a few queries, which run faster there)."""
         return self._embed(texts, QUERY, light=self._has_light and len(texts) <= LIGHT_TEXTS)
 
+    def light_query_rows(self, texts: list[str]) -> list[Any]:
+        """embed_light_queries' vectors as rows: array('f') each where the C encoder
+        answers (e5_native: no numpy imported), else that array's rows."""
+        live = [i for i, t in enumerate(texts) if t and t.strip()]
+        rows = [array("f", bytes(4 * DIMENSION)) for _ in texts]  # empty texts: zero rows
+        if not live:
+            return rows
+        if self._has_light and len(texts) <= LIGHT_TEXTS and _native_module() is not None:
+            queries = self._load_queries()
+            if getattr(queries.encoder, "native", False):
+                from vault_brain.embed.e5_weights import WeightsError
+
+                try:
+                    texts_in = [QUERY + texts[i] for i in live]
+                    ids = queries.tokenizer.encode(texts_in, self.max_tokens)
+                except WeightsError as exc:
+                    raise Unavailable(f"cannot read the e5 weights: {exc}") from exc
+                for i, vector in zip(live, queries.encoder.vectors(ids), strict=True):
+                    rows[i] = vector
+                return rows
+        return list(self.embed_light_queries(texts))
+
     # --- loading ------------------------------------------------------------------------------
 
     def _load(self) -> _Loaded:
@@ -295,11 +318,9 @@ class E5Embedder:
     def _open_kept(self, kept: Path, weights: Path) -> tuple[Any, Any]:
         import mmap
 
-        from vault_brain.embed.e5_query import open_light
-
         with open(kept, "rb") as fh:
             mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        tokenizer, encoder = open_light(mapped, weights)
+        tokenizer, encoder = _open_light(mapped, weights)
         if encoder.header.max_positions < self.max_tokens:
             raise ValueError(f"{encoder.header.max_positions} positions")
         return tokenizer, encoder
@@ -307,13 +328,13 @@ class E5Embedder:
     def _make_queries(self, path: Path, name: str | None, started: float) -> _Queries:
         """The kept file made from the weights file, its encoder checked against the
         reference vectors, and kept (stamped when read back equal)."""
-        from vault_brain.embed.e5_query import light_pack, open_light
+        from vault_brain.embed.e5_query import light_pack
         from vault_brain.embed.e5_weights import WeightsError
 
         weights, _ = self._open_weights(path)
         try:
             data = light_pack(weights)
-            tokenizer, encoder = open_light(data, path)
+            tokenizer, encoder = _open_light(data, path)
         except (WeightsError, ValueError, OSError) as exc:
             raise Unavailable(f"cannot read the e5 weights: {exc}") from exc
         agreement = _encoder_agreement(encoder)
@@ -349,7 +370,7 @@ class E5Embedder:
             "embed_model_loaded",
             model=self.name,
             dim=DIMENSION,
-            kernel="numpy-int8",
+            kernel="native-int8" if getattr(encoder, "native", False) else "numpy-int8",
             agreement=round(agreement, 5),
             ms=round((time.perf_counter() - started) * 1000),
         )
@@ -360,7 +381,10 @@ class E5Embedder:
         makes it (e5_query, e5_tokenizer's tables, e5_weights' reading, e5_graph's
         quantisation)."""
         code = [str(Path(__file__).with_name(f"{m}.py")) for m in _LIGHT_CODE]
-        key = _kept_key(weights, "", *code)
+        module = _native_module()
+        if module is not None:  # checked against the reference by the C encoder, which runs
+            code += [str(Path(__file__).with_name("e5_native.py")), module.__file__]
+        key = _kept_key(weights, "native|" if module is not None else "", *code)
         return f"{QUERY_PREFIX}{key}{LIGHT_SUFFIX}" if key else None
 
     def _build(self) -> _Loaded:
@@ -532,7 +556,11 @@ class E5Embedder:
         except WeightsError as exc:  # SentencePiece's model cannot be written from them
             raise Unavailable(f"cannot read the e5 weights: {exc}") from exc
         if isinstance(model, _Queries):
-            out[live] = l2_normalise(model.encoder.pooled(ids))
+            if getattr(model.encoder, "native", False):
+                rows = b"".join(v.tobytes() for v in model.encoder.vectors(ids))
+                out[live] = np.frombuffer(rows, dtype=np.float32).reshape(len(live), DIMENSION)
+            else:
+                out[live] = l2_normalise(model.encoder.pooled(ids))
             return out
         pooled = np.zeros((len(live), DIMENSION), dtype=np.float32)
         batches = self._batches([len(x) for x in ids])
@@ -709,6 +737,22 @@ def _stamp_if_written(cache: Cache, name: str, data: np.ndarray, agreement: floa
             _stamp_checked(cache, name, before, agreement)
     except OSError:
         pass
+
+
+def _native_module() -> Any:
+    """The C light encoder's module where it is built (every process then takes it)."""
+    from vault_brain.embed.e5_native import native
+
+    return native()
+
+
+def _open_light(buffer: Any, weights: Path) -> tuple[Any, Any]:
+    """The light tokenizer and encoder over a pack: the C one where it is built."""
+    if _native_module() is not None:
+        from vault_brain.embed.e5_native import open_light
+    else:
+        from vault_brain.embed.e5_query import open_light
+    return open_light(buffer, weights)
 
 
 def _encoder_agreement(encoder: Any) -> float:

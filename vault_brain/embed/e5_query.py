@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vault_brain.embed.e5_weights import Q4_BLOCK, Header, Vocabulary, dequantise
+from vault_brain.embed.e5_weights import Q4_BYTES, Header, Vocabulary, dequantise, q4_block
 
 if TYPE_CHECKING:
     from vault_brain.embed.e5_tokenizer import E5Tokenizer
@@ -236,9 +236,9 @@ def _open_light(
     blocks = h.hidden // 32
     with open(weights_path, "rb") as fh:
         mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    if len(mapped) != weights_bytes or word_bytes != Q4_BLOCK.itemsize * h.vocab_rows * blocks:
+    if len(mapped) != weights_bytes or word_bytes != Q4_BYTES * h.vocab_rows * blocks:
         raise ValueError("the kept query file does not fit the weights file")
-    words = np.frombuffer(mapped, Q4_BLOCK, h.vocab_rows * blocks, word_offset)
+    words = np.frombuffer(mapped, q4_block(), h.vocab_rows * blocks, word_offset)
     scores = arrays["vocab.scores"]
     # The pieces' bytes stay in the mapping (a copy costs ~3 ms of page faults).
     blob = memoryview(arrays["vocab.blob"])
@@ -261,7 +261,7 @@ class QueryEncoder:
             a = arrays.get(name)
             if a is None or a.dtype != np.dtype(dtype) or a.shape != shape:
                 raise ValueError(f"the query weights do not fit this model ({name})")
-        if words.dtype != Q4_BLOCK or words.shape != (header.vocab_rows, header.hidden // 32):
+        if words.dtype != q4_block() or words.shape != (header.vocab_rows, header.hidden // 32):
             raise ValueError("the word vectors do not fit this model")
         h = header
         self.header = h

@@ -14,12 +14,16 @@ from __future__ import annotations
 import re
 import threading
 from array import array
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from vault_brain.embed import protowire as pw
 from vault_brain.embed.e5_weights import Vocabulary, WeightsError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy is imported in the functions that use it: the light query path without numpy
+# (embed/e5_native.py) takes E5Tokenizer and UnigramEncoder's lattice from here.
 
 # SentencePiece's ModelProto.SentencePiece.Type
 _NORMAL, _UNKNOWN, _CONTROL = 1, 2, 3
@@ -37,6 +41,8 @@ def sentencepiece_proto(vocab: Vocabulary) -> bytes:
     Control pieces (<s>, <pad>, </s>, the trailing <mask>) are typed CONTROL so text never
     matches them; add_dummy_prefix gives the leading "▁" XLM-R expects. The 250k piece
     messages are laid out with numpy (a Python loop takes seconds on a busy machine)."""
+    import numpy as np
+
     try:
         bytes(vocab.blob).decode("utf-8")  # (the query path works on bytes, needs no check)
     except UnicodeDecodeError as exc:
@@ -165,6 +171,8 @@ class UnigramEncoder:
         # (numpy, ~5 ms), and a text looks up only the pieces whose key one of its own
         # substrings has: every piece that occurs in the text is among them. Few arrays of
         # 250k are made: each new one costs its page faults in a fresh process.
+        import numpy as np
+
         self._vocab = vocab
         lengths = np.diff(vocab.offsets)
         unmatchable = [vocab.bos, vocab.eos, vocab.pad, vocab.size - 1, vocab.unk]
@@ -181,6 +189,8 @@ class UnigramEncoder:
 
     def _pieces_in(self, data: bytes) -> tuple[dict[bytes, int], dict[int, float]]:
         """The pieces that may occur in `data` (bytes → id) and their scores."""
+        import numpy as np
+
         keys = _wanted_keys(data)
         # The pieces whose key falls in a bucket of a wanted one, then those whose key is one:
         # a gather over the 250k buckets (0.6 ms) instead of a search per piece (5 ms).
@@ -242,7 +252,7 @@ PREFIX_BYTES = 7
 # Keys are hashed into 2**BUCKET_BITS buckets (Fibonacci hashing: the key times 2**64 / phi,
 # its top bits): a text's ~300 keys mark ~300 of 65,536 buckets, ~1,000 pieces share them.
 BUCKET_BITS = 16
-_FIBONACCI = np.uint64(0x9E3779B97F4A7C15)
+_FIBONACCI = 0x9E3779B97F4A7C15
 
 
 def _key(prefix: bytes) -> int:
@@ -251,13 +261,21 @@ def _key(prefix: bytes) -> int:
     return int.from_bytes(prefix, "little") | (len(prefix) << 56)
 
 
-def _wanted_keys(data: bytes) -> np.ndarray:
-    """The keys of every substring of `data` a piece may start with, sorted, unique: every
-    piece that occurs in `data` has one of them."""
+def wanted_key_set(data: bytes) -> set[int]:
+    """The keys of every substring of `data` a piece may start with: every piece that
+    occurs in `data` has one of them."""
     wanted = set()
     for at in range(len(data)):
         for end in range(at + 1, min(len(data), at + PREFIX_BYTES) + 1):
             wanted.add(_key(data[at:end]))
+    return wanted
+
+
+def _wanted_keys(data: bytes) -> np.ndarray:
+    """wanted_key_set's keys, sorted (uint64)."""
+    import numpy as np
+
+    wanted = wanted_key_set(data)
     keys = np.fromiter(wanted, dtype=np.uint64, count=len(wanted))
     keys.sort()
     return keys
@@ -265,7 +283,9 @@ def _wanted_keys(data: bytes) -> np.ndarray:
 
 def _buckets(keys: np.ndarray) -> np.ndarray:
     """Each key's bucket, 0 to 2**BUCKET_BITS - 1 (uint64 products wrap, as meant)."""
-    return (keys * _FIBONACCI >> np.uint64(64 - BUCKET_BITS)).astype(np.intp)
+    import numpy as np
+
+    return (keys * np.uint64(_FIBONACCI) >> np.uint64(64 - BUCKET_BITS)).astype(np.intp)
 
 
 def _prefix_keys(blob: bytes, offsets: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -274,6 +294,8 @@ def _prefix_keys(blob: bytes, offsets: np.ndarray, lengths: np.ndarray) -> np.nd
     gather), the bytes past its first min(length, PREFIX_BYTES) cleared, its length in the
     top byte. (1 ms, against 6 for a gather per byte.) A piece that starts in the blob's
     last 7 bytes is keyed on its own."""
+    import numpy as np
+
     starts = offsets[:-1]
     words = np.zeros(len(starts), dtype="<u8")
     inside = max(len(blob) - 7, 0)
@@ -281,16 +303,14 @@ def _prefix_keys(blob: bytes, offsets: np.ndarray, lengths: np.ndarray) -> np.nd
         every = np.ndarray(shape=(inside,), dtype="<u8", buffer=blob, strides=(1,))
         np.take(every, starts, out=words, mode="clip")
     kept = np.minimum(lengths, PREFIX_BYTES)
-    spare = _LOW_BYTES.take(kept)
+    low_bytes = np.array([(1 << (8 * n)) - 1 for n in range(8)], dtype=np.uint64)
+    length_byte = np.array([n << 56 for n in range(8)], dtype=np.uint64)
+    spare = low_bytes.take(kept)
     words &= spare
-    words |= _LENGTH_BYTE.take(kept, out=spare)
+    words |= length_byte.take(kept, out=spare)
     for i in np.flatnonzero(starts >= inside).tolist():
         words[i] = _key(blob[int(starts[i]) : int(starts[i]) + int(kept[i])])
     return words
-
-
-_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(8)], dtype=np.uint64)
-_LENGTH_BYTE = np.array([n << 56 for n in range(8)], dtype=np.uint64)
 
 
 class KeptUnigram(UnigramEncoder):
@@ -301,6 +321,8 @@ class KeptUnigram(UnigramEncoder):
     ids."""
 
     def __init__(self, vocab: Vocabulary, tables: dict[str, np.ndarray]) -> None:
+        import numpy as np
+
         self._vocab = vocab
         self._blob = np.frombuffer(vocab.blob, dtype=np.uint8)  # (a view: nothing copied)
         self._sorted = tables["unigram.keys"]  # uint64, ascending; control pieces left out
@@ -310,6 +332,8 @@ class KeptUnigram(UnigramEncoder):
         self._unk = vocab.unk
 
     def _pieces_in(self, data: bytes) -> tuple[dict[bytes, int], dict[int, float]]:
+        import numpy as np
+
         keys = _wanted_keys(data)
         lo = np.searchsorted(self._sorted, keys, side="left")
         hi = np.searchsorted(self._sorted, keys, side="right")
@@ -326,6 +350,8 @@ def unigram_tables(vocab: Vocabulary) -> dict[str, np.ndarray]:
     """What KeptUnigram reads (kept in the user's cache): every matchable piece's key,
     sorted, its id beside it, and the unknown score and longest piece UnigramEncoder
     derives."""
+    import numpy as np
+
     lattice = UnigramEncoder(vocab)
     keys = lattice._keys
     matchable = np.flatnonzero(keys != 0)
@@ -348,6 +374,8 @@ class Normalisation:
         self._to = tables["norm.to"]  # uint32 replacement codepoints
 
     def table(self, text: str) -> dict[int, str]:
+        import numpy as np
+
         if not len(self._from):
             return {}
         chars = np.fromiter({ord(c) for c in text}, dtype=np.uint32)
@@ -361,6 +389,8 @@ class Normalisation:
 
 def normalisation_tables(normalisation: dict[int, str]) -> dict[str, np.ndarray]:
     """The map as Normalisation reads it."""
+    import numpy as np
+
     keys = sorted(normalisation)
     values = [normalisation[k] for k in keys]
     at = np.zeros(len(keys) + 1, dtype=np.int64)

@@ -17,16 +17,26 @@ memory-mapped read-only: the 4-bit matrices are never inflated as a whole.
 
 from __future__ import annotations
 
+import math
 import struct
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 MAGIC = b"E5S1"
 BLOCK = 32  # weights per Q4_0 block
-Q4_BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (BLOCK // 2,))])  # 18 bytes
+Q4_BYTES = 2 + BLOCK // 2  # a Q4_0 block: its fp16 scale, then 16 bytes of nibbles
 FP32, Q4_0 = 0, 1
+
+
+def q4_block() -> np.dtype:
+    """numpy's dtype of a Q4_0 block. (numpy is imported where it is used: the light query
+    path without numpy, embed/e5_native.py, reads this module's Header and Vocabulary.)"""
+    import numpy as np
+
+    return np.dtype([("d", "<f2"), ("qs", "u1", (BLOCK // 2,))])
 
 
 class WeightsError(ValueError):
@@ -80,6 +90,8 @@ class E5Weights:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        import numpy as np
+
         try:
             data = np.memmap(path, dtype=np.uint8, mode="r")
         except (OSError, ValueError) as exc:
@@ -117,6 +129,8 @@ class E5Weights:
         return view
 
     def _read_vocabulary(self) -> Vocabulary:
+        import numpy as np
+
         n, bos, eos, pad, unk = self._read("<5i")
         (blob_len,) = self._read("<Q")
         if not 0 < n < 10_000_000 or not all(0 <= i < n for i in (bos, eos, pad, unk)):
@@ -166,7 +180,7 @@ class E5Weights:
         entry = self._tensors.get(name)
         if entry is None:
             raise WeightsError(f"{self.path}: tensor {name} is missing")
-        size = 4 * count if dtype == FP32 else Q4_BLOCK.itemsize * (count // BLOCK)
+        size = 4 * count if dtype == FP32 else Q4_BYTES * (count // BLOCK)
         if entry.dtype != dtype or entry.count != count or entry.nbytes < size:
             raise WeightsError(f"{self.path}: tensor {name} has an unexpected type or size")
         return entry
@@ -186,7 +200,7 @@ class E5Weights:
 
     def f32(self, name: str, *shape: int) -> np.ndarray:
         """An fp32 tensor as a read-only view of the file."""
-        count = int(np.prod(shape))
+        count = math.prod(shape)
         entry = self._entry(name, FP32, count)
         raw = self._data[entry.offset : entry.offset + 4 * count]
         return raw.view("<f4").reshape(shape)
@@ -194,19 +208,23 @@ class E5Weights:
     def q4(self, name: str, rows: int, cols: int) -> np.ndarray:
         """A Q4_0 matrix [rows, cols] as its blocks, shape [rows, cols / 32] (a view)."""
         entry = self._entry(name, Q4_0, rows * cols)
-        nbytes = Q4_BLOCK.itemsize * rows * cols // BLOCK
+        nbytes = Q4_BYTES * rows * cols // BLOCK
         raw = self._data[entry.offset : entry.offset + nbytes]
-        return raw.view(Q4_BLOCK).reshape(rows, cols // BLOCK)
+        return raw.view(q4_block()).reshape(rows, cols // BLOCK)
 
 
 def nibbles(blocks: np.ndarray) -> np.ndarray:
     """Q4_0 blocks [..., nb] → their 4-bit codes 0..15 in weight order, [..., nb, 32]."""
+    import numpy as np
+
     qs = blocks["qs"]
     return np.concatenate([qs & 0x0F, qs >> 4], axis=-1)
 
 
 def dequantise(blocks: np.ndarray) -> np.ndarray:
     """Q4_0 blocks [rows, nb] → float32 [rows, nb * 32]: (q - 8) * d."""
+    import numpy as np
+
     codes = nibbles(blocks).astype(np.float32) - 8.0
     scaled = codes * blocks["d"].astype(np.float32)[..., None]
     return scaled.reshape(*blocks.shape[:-1], blocks.shape[-1] * BLOCK)

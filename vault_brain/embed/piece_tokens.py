@@ -20,7 +20,7 @@ Where that locality fails, a whole text goes to `tokenizers`:
 Another kind of tokenizer (not BertNormalizer + BertPreTokenizer + WordPiece, or an added
 token that is normalised or holds whitespace) gets no cache: `for_tokenizer` returns None.
 
-Where vault_brain/native/static_model.c is built (`native`), the split, the lookups, the cut
+Where vault_brain/native/staticnative.c is built (`native`), the split, the lookups, the cut
 into parts and the join run there (no bytecode per piece); the Python below is the fallback
 and the reference the tests compare it with.
 """
@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from vault_brain.embed.native import STATIC
+from vault_brain.embed.static_native import STATIC
 
 # One ASCII punctuation character (a word of its own to the BERT pre-tokenizer), or a run
 # without any: the parts a piece is cut into.

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from vault_brain.embed.native import STATIC
+from vault_brain.embed.static_native import STATIC
 
 _DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64}
 DEFAULT_MAX_LENGTH = 512  # model2vec's default when the config names none
@@ -63,7 +63,7 @@ class StaticModelFile:
     max_chars: int | None
     _table: np.ndarray | None = None  # the float32 table, made for the first big batch
     _pieces: Any = None  # the big batches' token ids (PieceTokens), made for the first one
-    native: Any = STATIC  # the compiled kernels (embed/native.py), or None: numpy below
+    native: Any = STATIC  # the compiled kernels (embed/static_native.py), or None: numpy below
 
     @property
     def dim(self) -> int:

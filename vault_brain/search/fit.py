@@ -23,13 +23,15 @@ reads as none, so the model's declared scale answers until the next fit."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import io
 import json
 import time
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from vault_brain.embed.base import Embedder, embed_queries
 from vault_brain.index.port import Index, Meta
@@ -191,16 +193,91 @@ def _likeness_to_the_rest(vectors: np.ndarray, positions: list[int]) -> np.ndarr
     return sims.max(axis=1)
 
 
-def bank_likeness(bank: np.ndarray, vector: np.ndarray) -> float:
-    """A question's cosine to the nearest question of the bank (0 for an empty bank)."""
-    if bank.shape[0] == 0:
+class KeptBank(NamedTuple):
+    """The bank's vectors as the cache keeps them (float32 rows, C order), read without
+    numpy: a one-shot search's forked child on a small vault then imports none."""
+
+    data: bytes
+    rows: int
+    width: int
+
+
+def bank_likeness(bank: np.ndarray | KeptBank, vector: Any) -> float:
+    """A question's cosine to the nearest question of the bank (0 for an empty bank). Where
+    the C module is built, each product in its fixed order (the KNN's: the same likeness in
+    a one-shot child and a resident), else numpy's."""
+    rows = bank.rows if isinstance(bank, KeptBank) else bank.shape[0]
+    if rows == 0:
         return 0.0
-    return float((bank @ vector).max())
+    module = native()
+    if module is None:
+        return float((bank @ vector).max())  # type: ignore[operator]
+    if isinstance(bank, KeptBank):
+        data, width = bank.data, bank.width
+    else:
+        import numpy as np
+
+        data, width = np.ascontiguousarray(bank, dtype=np.float32), bank.shape[1]
+    out = bytearray(4 * rows)
+    module.products(data, width, _float32(vector), out)
+    return float(max(memoryview(out).cast("f")))
 
 
-def bank_matrix(embedder: Embedder, cache: Cache | None) -> np.ndarray:
-    """The shipped bank's vectors by this model (from the cache when it holds them)."""
-    return _bank_vectors(embedder, [q for qs in load_bank().values() for q in qs], cache)
+def bank_matrix(embedder: Embedder, cache: Cache | None) -> np.ndarray | KeptBank:
+    """The shipped bank's vectors by this model (from the cache when it holds them: read
+    without numpy where the C module is built)."""
+    questions = [q for qs in load_bank().values() for q in qs]
+    if native() is not None and cache is not None:
+        found = cache.find(_bank_name(embedder, questions))
+        kept = _read_kept_bank(found, len(questions)) if found is not None else None
+        if kept is not None:
+            return kept
+    return _bank_vectors(embedder, questions, cache)
+
+
+def _bank_name(embedder: Embedder, questions: list[str]) -> str:
+    key = hashlib.sha256("\n".join([embedder.name, *questions]).encode()).hexdigest()[:16]
+    return f"bank-{key}.npy"
+
+
+def _read_kept_bank(path: Path, rows: int) -> KeptBank | None:
+    """A kept bank file (numpy's .npy, as _bank_vectors saves it: version 1-3, '<f4',
+    C order, `rows` rows) read without numpy; None for anything else (numpy reads it)."""
+    try:
+        raw = path.read_bytes()
+        if raw[:6] != b"\x93NUMPY" or raw[6] not in (1, 2, 3):
+            return None
+        size, start = (
+            (int.from_bytes(raw[8:10], "little"), 10)
+            if raw[6] == 1
+            else (int.from_bytes(raw[8:12], "little"), 12)
+        )
+        header = ast.literal_eval(raw[start : start + size].decode("latin1"))
+        shape = header["shape"]
+        if header["descr"] != "<f4" or header["fortran_order"] or len(shape) != 2:
+            return None
+        data = raw[start + size :]
+        if shape[0] != rows or len(data) != 4 * shape[0] * shape[1]:
+            return None
+        return KeptBank(data, shape[0], shape[1])
+    except (OSError, ValueError, SyntaxError, KeyError, TypeError, IndexError):
+        return None
+
+
+def native() -> Any:
+    """The C module where it is built (imported here, not with this module: a full-text
+    search never asks)."""
+    from vault_brain.embed.e5_native import native as module
+
+    return module()
+
+
+def _float32(vector: Any) -> Any:
+    if isinstance(vector, array) and vector.typecode == "f":
+        return vector
+    import numpy as np
+
+    return np.ascontiguousarray(vector, dtype=np.float32)
 
 
 def _bank_vectors(embedder: Embedder, questions: list[str], cache: Cache | None) -> np.ndarray:
@@ -208,8 +285,7 @@ def _bank_vectors(embedder: Embedder, questions: list[str], cache: Cache | None)
     same model and the same questions), else embedded and kept there."""
     import numpy as np
 
-    key = hashlib.sha256("\n".join([embedder.name, *questions]).encode()).hexdigest()[:16]
-    name = f"bank-{key}.npy"
+    name = _bank_name(embedder, questions)
     kept = cache.find(name) if cache is not None else None
     if kept is not None:
         try:

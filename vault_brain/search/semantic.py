@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import struct
+from array import array
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from vault_brain.embed.base import Embedder, embed_queries
+from vault_brain.embed.base import Embedder, embed_queries, query_vector
 from vault_brain.embed.early import Early, EarlyFailed, can_fork
 from vault_brain.endpoint import waiting_at_most
 from vault_brain.errors import Unavailable
@@ -293,7 +294,7 @@ class VectorArm:
             return self._aside(f"embedding failed: {exc}"[:200])
         if len(vector) != ready.dim:
             return self._aside("embedding dimension changed; vectors are being rebuilt")
-        if not vector.any():
+        if not any(vector):
             return ArmResult(self.name, [], tier=ready.tier)  # the model knows none of the words
         scale, notes = self._scale(reads, ready.tier, embedder, request.query)
         calibrated = scale is not None and (
@@ -365,7 +366,7 @@ class VectorArm:
             return given  # a child's, of this query by this model's light encoder
         if self._made is not None:  # in the child: at once, and any failure is the parent's
             try:
-                vector = embed_queries(embedder, [query], light=light)[0]
+                vector = query_vector(embedder, query, light=light)
             except Exception as exc:
                 raise _GiveUp(str(exc)) from exc
             self._made[embedder.name] = vector
@@ -374,7 +375,7 @@ class VectorArm:
             if not getattr(embedder, "remote", False):
                 load = query_loader(embedder, light=light)
                 if load is None:
-                    return embed_queries(embedder, [query], light=light)[0]
+                    return query_vector(embedder, query, light=light)
                 load()  # the first load builds and checks the model: not a query's time
                 deadline = LOCAL_QUERY_DEADLINE_SECONDS
             future = self._pool.submit(_query_vectors, embedder, [query], light)
@@ -426,9 +427,7 @@ def _encode_answer(
     ready: list[_Ready] | str, result: ArmResult, vectors: dict[str, np.ndarray]
 ) -> bytes:
     """In the child: the tiers that answered, the arm's result, the query's vectors."""
-    import numpy as np
-
-    arrays = {name: np.ascontiguousarray(v) for name, v in vectors.items()}
+    arrays = {name: _layout(v) for name, v in vectors.items()}
     header = {
         "tiers": _tiers_of(ready),
         "name": result.name,
@@ -437,10 +436,21 @@ def _encode_answer(
         "tier": result.tier,
         "evidence": [[int(n), _exact(e)] for n, e in result.evidence.items()],
         "calibrated": bool(result.calibrated),
-        "vectors": [[name, a.dtype.str, list(a.shape)] for name, a in arrays.items()],
+        "vectors": [[name, dtype, shape] for name, (dtype, shape, _) in arrays.items()],
     }
     raw = json.dumps(header).encode()
-    return b"".join([_HEADER.pack(len(raw)), raw, *(a.tobytes() for a in arrays.values())])
+    return b"".join([_HEADER.pack(len(raw)), raw, *(data for _, _, data in arrays.values())])
+
+
+def _layout(vector: np.ndarray | array) -> tuple[str, list[int], bytes]:
+    """(dtype, shape, bytes) of a query vector: an array('f') of e5's C encoder (made only
+    on little-endian hosts, embed/e5_native.py) without numpy, else numpy's."""
+    if isinstance(vector, array) and vector.typecode == "f":
+        return "<f4", [len(vector)], vector.tobytes()
+    import numpy as np
+
+    a = np.ascontiguousarray(vector)
+    return a.dtype.str, list(a.shape), a.tobytes()
 
 
 def _decode_answer(data: bytes) -> tuple[list[list] | str, ArmResult, list[list]]:

@@ -17,16 +17,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from vault_brain.index.records import ChunkHit, Filters, VectorHits
+from vault_brain.index.sqlite import vecscan
 
 if TYPE_CHECKING:
     from vault_brain.index.sqlite.store import Reads
 
-MAX_ROWS = 400_000
+MAX_ROWS = vecscan.MAX_ROWS
 MAD_TO_SIGMA = 1.4826  # a normal distribution's standard deviation from its MAD
 # Many questions at once (nearest_each): their product with this many rows at a time.
 BLOCK_ROWS = 4096
@@ -170,7 +171,8 @@ class VectorMatrix:
             at = by_pair[bounds[n] : bounds[n + 1]]
             query, part = divmod(pair, slices)
             first = part * SLICE_ROWS
-            exact[at] = (matrix[first : first + SLICE_ROWS] @ queries[query])[r[at] - first]
+            rows = matrix[first : first + SLICE_ROWS]
+            exact[at] = slice_products([rows], len(rows), queries[query])[r[at] - first]
         # Each row's best candidate. Where two share its score, which of them search's
         # selection takes is its partition's own affair (numpy's SIMD one picks neither the
         # first nor the last): search answers that row alone, as it does the rows whose
@@ -308,8 +310,13 @@ def _valid_rows(
 def slice_products(blocks: Iterable[np.ndarray], total: int, vector: np.ndarray) -> np.ndarray:
     """The cosines of the rows `blocks` hold, in order (`total` rows in all), with the unit
     `vector`: SLICE_ROWS rows at a time from the first (the last slice shorter), each slice
-    a contiguous array of its own (a view of a block where it lies in one, else gathered)."""
+    a contiguous array of its own (a view of a block where it lies in one, else gathered).
+    Where the C module is built, each row's product in its fixed order instead (the one
+    vecscan.scan takes: a one-shot search and the resident give the same cosines)."""
     v = np.asarray(vector, dtype=np.float32)
+    module = vecscan.native()
+    if module is not None:
+        return _native_products(module, blocks, total, np.ascontiguousarray(v))
     scores = np.empty(total, dtype=np.float32)
     gathered: np.ndarray | None = None
     filled = at = 0
@@ -342,6 +349,24 @@ def slice_products(blocks: Iterable[np.ndarray], total: int, vector: np.ndarray)
     return scores
 
 
+def _native_products(
+    module: Any, blocks: Iterable[np.ndarray], total: int, v: np.ndarray
+) -> np.ndarray:
+    scores = np.empty(total, dtype=np.float32)
+    at = 0
+    for rows in blocks:
+        n = len(rows)
+        if at + n > total:
+            raise _Layout(at + n)
+        module.products(
+            np.ascontiguousarray(rows, dtype=np.float32), len(v), v, scores[at : at + n]
+        )
+        at += n
+    if at != total:
+        raise _Layout(at)
+    return scores
+
+
 def _best(
     scores: np.ndarray, usable: np.ndarray | None, k: int, noise: bool
 ) -> tuple[np.ndarray, np.ndarray, float, float]:
@@ -354,8 +379,15 @@ def _best(
         nonzero &= usable
     scores = np.where(nonzero, scores, -np.inf)
     k = min(k, len(scores))
-    top = np.argpartition(-scores, k - 1)[:k]
-    top = top[np.argsort(-scores[top], kind="stable")]
+    if k <= 0:
+        return np.empty(0, dtype=np.intp), scores, median, spread
+    # The k best, the earlier row first among equal scores (so the C module's selection,
+    # vecscan.scan, picks the same rows where scores tie across the k-th place).
+    kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+    near = (
+        np.flatnonzero(scores >= kth) if np.isfinite(kth) else np.flatnonzero(np.isfinite(scores))
+    )
+    top = near[np.lexsort((near, -scores[near]))][:k]
     return top[np.isfinite(scores[top])], scores, median, spread
 
 

@@ -673,13 +673,18 @@ class Reads:
         """The k chunks nearest to `vector` among the tier's vectors of `model` (cosine),
         with the query's noise level over every chunk unless the caller needs none. The
         in-memory matrix answers where it can (index/sqlite/matrix.py); a one-shot process
-        holds none and scans sqlite-vec's chunks with the same arithmetic (matrix.scan: the
+        holds none and scans sqlite-vec's chunks with the same arithmetic (vecscan.scan: the
         same answer); sqlite-vec's KNN beyond them."""
         if self._owner is not None:
-            from vault_brain.index.sqlite import matrix
-
             if self._owner.one_shot:  # type: ignore[attr-defined]
-                found = matrix.scan(self, vector, filters, k, tier, noise)
+                from vault_brain.index.sqlite import vecscan  # (numpy-free where it can be)
+
+                if vecscan.native() is not None:
+                    found = vecscan.scan(self, vector, filters, k, tier, noise)
+                else:
+                    from vault_brain.index.sqlite import matrix
+
+                    found = matrix.scan(self, vector, filters, k, tier, noise)
             else:
                 found = self._owner.matrix_of(tier).search(  # type: ignore[attr-defined]
                     self, model, vector, filters, k, tier, noise
