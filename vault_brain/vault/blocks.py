@@ -10,8 +10,21 @@ however many of them look at it.
 from __future__ import annotations
 
 import bisect
+import os
 import re
 from dataclasses import dataclass
+from itertools import starmap
+
+# The same scan, masking and spans in C (vault_brain/native/_mdscan.c), built by
+# `pip install`; without it, or with VAULT_BRAIN_NATIVE=0, the Python below (the reference
+# the tests compare it with) runs. On cpp-docs it takes ~1.3 CPU-s off a cold index's ~1.5
+# of scanning and masking (docs/benchmarks.md, "compiled parse body").
+_native = None
+if os.environ.get("VAULT_BRAIN_NATIVE", "1") != "0":
+    try:
+        from vault_brain.native import _mdscan as _native
+    except ImportError:
+        pass
 
 # A fence opens a code block: ``` or ~~~ (3 or more). Any indentation and blockquote
 # markers are accepted, so fences nested in list items and callouts count as code too.
@@ -45,6 +58,14 @@ class Blocks:
 def scan(body: str) -> Blocks:
     """Fenced code blocks and headings of a body. An unclosed fence runs to the end of the
     text, as in CommonMark; ```x``` on one line is an inline span, not a fence."""
+    if _native is not None:
+        fenced, headings = _native.scan(body)
+        return Blocks(tuple(fenced), tuple(starmap(Heading, headings)))
+    return scan_py(body)
+
+
+def scan_py(body: str) -> Blocks:
+    """scan() in Python: the fallback, and the reference of the C one."""
     fenced: list[tuple[int, int]] = []
     headings: list[Heading] = []
     fence_char, fence_len, fence_start = "", 0, 0
@@ -108,6 +129,13 @@ def mask_code(text: str, blocks: Blocks | None = None) -> str:
     """Blank out fenced code blocks and inline code spans, keeping length and newlines."""
     if blocks is None:
         blocks = scan(text)
+    if _native is not None:
+        return _native.mask_code(text, blocks.fenced)
+    return mask_code_py(text, blocks)
+
+
+def mask_code_py(text: str, blocks: Blocks) -> str:
+    """mask_code() in Python: the fallback, and the reference of the C one."""
     if blocks.fenced:
         parts, pos = [], 0
         for start, end in blocks.fenced:
@@ -126,7 +154,7 @@ def _blank(text: str) -> str:
 def _mask_code_spans(text: str) -> str:
     """Blank out inline code spans (see code_spans), keeping length and newlines."""
     parts, pos = [], 0
-    for start, _, _, end in code_spans(text):
+    for start, _, _, end in code_spans_py(text):
         parts += [text[pos:start], _blank(text[start:end])]
         pos = end
     return "".join(parts) + text[pos:]
@@ -140,6 +168,15 @@ def code_spans(text: str) -> list[tuple[int, int, int, int]]:
     its width) is found in one backward pass, so thousands of unmatched backticks cost no
     more than reading them.
     """
+    if "`" not in text:
+        return []
+    if _native is not None:
+        return _native.code_spans(text)
+    return code_spans_py(text)
+
+
+def code_spans_py(text: str) -> list[tuple[int, int, int, int]]:
+    """code_spans() in Python: the fallback, and the reference of the C one."""
     if "`" not in text:
         return []
     runs = list(map(_SPAN, _BACKTICKS.finditer(text)))

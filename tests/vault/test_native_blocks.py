@@ -1,0 +1,173 @@
+"""The C block scan, code spans and masking (vault_brain/native/_mdscan.c) against the Python
+of vault/blocks.py they replace: the same answers on any text, and the same parsed notes
+over the shared corpora. Skipped where the extension was not built."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.vault.test_links import corpus
+from vault_brain.vault import blocks
+
+native = pytest.importorskip(
+    "vault_brain.native._mdscan", reason="the C extension is not built (pip install -e .)"
+)
+
+# Pieces of Markdown where the scanners branch: backtick and tilde runs of every length,
+# escapes, fences after indentation and '>', headings with closing '#'s, blank lines with
+# spaces, CRLF and lone CR, code points of every str kind (Latin-1, BMP, astral, a lone
+# surrogate) and Unicode spaces that str.strip() removes.
+_PIECES = st.sampled_from(
+    [
+        "`",
+        "``",
+        "```",
+        "````",
+        "~~~",
+        "~~~~",
+        "\\",
+        "\\\\",
+        "a",
+        " ",
+        "   ",
+        "    ",
+        "\t",
+        ">",
+        "> ",
+        "#",
+        "# ",
+        "## t",
+        "####### x",
+        " #",
+        "\n",
+        "\n\n",
+        "\n \t\n",
+        "\r\n",
+        "\r",
+        "x y",
+        "é",
+        "€",
+        "😀",
+        "\ud800",
+        "\u00a0",
+        "\u2003",
+        "\x1f",
+        "\u3000",
+        "py",
+    ]
+)
+_MARKDOWN = st.lists(_PIECES, max_size=60).map("".join)
+
+
+@settings(max_examples=4000, deadline=None)
+@given(_MARKDOWN)
+def test_scan_finds_what_the_python_finds(text: str) -> None:
+    assert blocks.scan(text) == blocks.scan_py(text)
+
+
+@settings(max_examples=4000, deadline=None)
+@given(_MARKDOWN)
+def test_code_spans_are_the_python_ones(text: str) -> None:
+    assert native.code_spans(text) == blocks.code_spans_py(text)
+
+
+@settings(max_examples=4000, deadline=None)
+@given(_MARKDOWN)
+def test_masking_gives_the_same_str(text: str) -> None:
+    found = blocks.scan_py(text)
+    masked = blocks.mask_code(text, found)
+    assert masked == blocks.mask_code_py(text, found)
+    assert len(masked) == len(text)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(max_size=80))
+def test_any_text_at_all(text: str) -> None:
+    found = blocks.scan_py(text)
+    assert blocks.scan(text) == found
+    assert native.code_spans(text) == blocks.code_spans_py(text)
+    assert blocks.mask_code(text, found) == blocks.mask_code_py(text, found)
+
+
+def test_the_masked_str_is_as_narrow_as_python_makes_it():
+    """Code that held the only wide code points leaves an ASCII str (an equal str of a
+    wider kind would compare unequal in CPython)."""
+    for text in ["a `é` b", "```\n😀\n```\nx", "`\ud800`", "x `€` é"]:
+        masked = blocks.mask_code(text)
+        assert masked == blocks.mask_code_py(text, blocks.scan_py(text))
+        assert masked.isascii() == all(ord(c) < 128 for c in masked)
+
+
+def test_escapes_that_shorten_a_run_and_blank_lines_between():
+    for text in [
+        "\\``a`",
+        "\\```a``",
+        "`a\n\nb`",
+        "``a` b``",
+        "\\\\`a`",
+        "x\\```` y ```",
+        "`` ` ``",
+        "\\`` \\`` `` ``` `",
+        "\\" + "``" * 50 + "`",
+    ]:
+        assert native.code_spans(text) == blocks.code_spans_py(text), text
+
+
+def test_fences_out_of_order_are_refused_not_misread():
+    with pytest.raises(ValueError):
+        native.mask_code("abc\ndef\n", ((4, 8), (0, 4)))
+
+
+_PARSE_ALL = """
+import hashlib, json, sys, tarfile
+from vault_brain.vault import blocks
+from vault_brain.vault.note import UnreadableNote, parse_note
+out = {"native": blocks._native is not None, "notes": {}}
+for archive in sys.argv[1:]:
+    with tarfile.open(archive, "r:gz") as tar:
+        for member in tar:
+            if member.isfile() and member.name.endswith(".md"):
+                raw = tar.extractfile(member).read()
+                try:
+                    text = repr(parse_note(member.name, raw))
+                except UnreadableNote as exc:
+                    text = "unreadable " + str(exc)
+                data = text.encode("utf-8", "surrogatepass")
+                out["notes"][member.name] = hashlib.sha256(data).hexdigest()
+print(json.dumps(out))
+"""
+
+
+def _parse_all(archives: list[Path], native_on: bool) -> dict:
+    env = {**os.environ, "VAULT_BRAIN_NATIVE": "1" if native_on else "0"}
+    done = subprocess.run(
+        [sys.executable, "-c", _PARSE_ALL, *map(str, archives)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
+@pytest.mark.slow
+def test_every_note_of_the_corpora_parses_the_same_with_and_without_c():
+    archives = [
+        corpus(name)
+        for name in ("cpp-docs.tar.gz", "obsidian-help.tar.gz", "obsidian-help-i18n.tar.gz")
+    ]
+    with_c = _parse_all(archives, True)
+    without = _parse_all(archives, False)
+    assert with_c["native"] and not without["native"]
+    assert len(with_c["notes"]) > 10_000
+    differ = [name for name, h in with_c["notes"].items() if without["notes"].get(name) != h]
+    assert differ == []
+    assert with_c["notes"].keys() == without["notes"].keys()

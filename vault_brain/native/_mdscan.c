@@ -1,0 +1,382 @@
+/* vault_brain.native._mdscan: the block scan and the code masking of vault/blocks.py in C.
+ *
+ * The same answers as blocks.scan, blocks.code_spans and blocks.mask_code (which stay as
+ * the fallback and the reference the tests compare with), found in one walk over the str's
+ * code points instead of a Python step (and a re.Match) per backtick run and per line:
+ * cpp-docs has ~630k backticks. Offsets are code-point indices, as Python's str counts
+ * them: the str's own 1-, 2- or 4-byte units are read, never UTF-8.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- growable arrays --------------------------------------------------------------- */
+
+static int grow(Py_ssize_t **a, Py_ssize_t *cap, Py_ssize_t need)
+{
+    if (need <= *cap)
+        return 0;
+    Py_ssize_t size = *cap ? *cap : 16;
+    while (size < need)
+        size *= 2;
+    Py_ssize_t *p = PyMem_Realloc(*a, (size_t)size * sizeof(Py_ssize_t));
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *a = p;
+    *cap = size;
+    return 0;
+}
+
+typedef struct {
+    Py_ssize_t *v; /* 4 offsets a span */
+    Py_ssize_t count, cap;
+} Spans;
+
+static int spans_push(Spans *sp, Py_ssize_t a, Py_ssize_t b, Py_ssize_t c, Py_ssize_t d)
+{
+    if (grow(&sp->v, &sp->cap, 4 * (sp->count + 1)) < 0)
+        return -1;
+    Py_ssize_t *p = sp->v + 4 * sp->count++;
+    p[0] = a;
+    p[1] = b;
+    p[2] = c;
+    p[3] = d;
+    return 0;
+}
+
+typedef struct {
+    Py_ssize_t *start, *end, *after; /* the runs of backticks; after: next of its width */
+    Py_ssize_t count, cap, cap_end, cap_after;
+    Py_ssize_t *blanks; /* offsets of each "\n" that ends a line before a blank one */
+    Py_ssize_t nblanks, cap_blanks;
+    Py_ssize_t *by_width, *first; /* run indices sorted by (width, index); lazily */
+    Py_ssize_t max_width;
+} Runs;
+
+static int runs_init(Runs *r)
+{
+    memset(r, 0, sizeof *r);
+    return 0;
+}
+
+static void runs_free(Runs *r)
+{
+    PyMem_Free(r->start);
+    PyMem_Free(r->end);
+    PyMem_Free(r->after);
+    PyMem_Free(r->blanks);
+    PyMem_Free(r->by_width);
+    PyMem_Free(r->first);
+}
+
+static int runs_push(Runs *r, Py_ssize_t a, Py_ssize_t b)
+{
+    Py_ssize_t cap = r->cap;
+    if (grow(&r->start, &cap, r->count + 1) < 0)
+        return -1;
+    if (grow(&r->end, &r->cap_end, cap) < 0)
+        return -1;
+    r->cap = cap;
+    r->start[r->count] = a;
+    r->end[r->count] = b;
+    r->count++;
+    if (b - a > r->max_width)
+        r->max_width = b - a;
+    return 0;
+}
+
+static int blanks_push(Runs *r, Py_ssize_t at)
+{
+    if (grow(&r->blanks, &r->cap_blanks, r->nblanks + 1) < 0)
+        return -1;
+    r->blanks[r->nblanks++] = at;
+    return 0;
+}
+
+/* after[i]: the next run of run i's width, -1 when there is none (one backward pass with
+ * the last index seen per width, as blocks.code_spans does with a dict). */
+static int runs_link(Runs *r)
+{
+    if (r->count == 0)
+        return 0;
+    r->after = PyMem_Malloc((size_t)r->count * sizeof(Py_ssize_t));
+    Py_ssize_t *last = PyMem_Malloc((size_t)(r->max_width + 1) * sizeof(Py_ssize_t));
+    if (r->after == NULL || last == NULL) {
+        PyMem_Free(last);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t w = 0; w <= r->max_width; w++)
+        last[w] = -1;
+    for (Py_ssize_t i = r->count - 1; i >= 0; i--) {
+        Py_ssize_t w = r->end[i] - r->start[i];
+        r->after[i] = last[w];
+        last[w] = i;
+    }
+    PyMem_Free(last);
+    return 0;
+}
+
+/* The first run after index i whose width is w, -1 when none, -2 on error. For a run cut
+ * short by an escape (rare): the runs sorted by width once (a counting sort), then a
+ * binary search, so no text of escapes makes this quadratic. */
+static Py_ssize_t runs_next_of_width(Runs *r, Py_ssize_t w, Py_ssize_t i)
+{
+    if (w > r->max_width)
+        return -1;
+    if (r->by_width == NULL) {
+        Py_ssize_t m = r->max_width;
+        r->first = PyMem_Calloc((size_t)(m + 2), sizeof(Py_ssize_t));
+        r->by_width = PyMem_Malloc((size_t)r->count * sizeof(Py_ssize_t));
+        if (r->first == NULL || r->by_width == NULL) {
+            PyErr_NoMemory();
+            return -2;
+        }
+        for (Py_ssize_t j = 0; j < r->count; j++)
+            r->first[r->end[j] - r->start[j] + 1]++;
+        for (Py_ssize_t v = 1; v <= m + 1; v++)
+            r->first[v] += r->first[v - 1];
+        Py_ssize_t *fill = PyMem_Malloc((size_t)(m + 1) * sizeof(Py_ssize_t));
+        if (fill == NULL) {
+            PyErr_NoMemory();
+            return -2;
+        }
+        memcpy(fill, r->first, (size_t)(m + 1) * sizeof(Py_ssize_t));
+        for (Py_ssize_t j = 0; j < r->count; j++)
+            r->by_width[fill[r->end[j] - r->start[j]]++] = j;
+        PyMem_Free(fill);
+    }
+    Py_ssize_t lo = r->first[w], hi = r->first[w + 1], end = hi;
+    while (lo < hi) { /* bisect_right(same, i) */
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (r->by_width[mid] <= i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < end ? r->by_width[lo] : -1;
+}
+
+static int append_pair(PyObject *list, Py_ssize_t a, Py_ssize_t b)
+{
+    PyObject *item = Py_BuildValue("(nn)", a, b);
+    if (item == NULL)
+        return -1;
+    int rc = PyList_Append(list, item);
+    Py_DECREF(item);
+    return rc;
+}
+
+/* --- the scanners, one copy per kind --------------------------------------------- */
+
+#define CH Py_UCS1
+#define K(name) name##_1
+#define KIND_BYTES 1
+#include "_mdscan_kind.h"
+#undef CH
+#undef K
+#undef KIND_BYTES
+
+#define CH Py_UCS2
+#define K(name) name##_2
+#define KIND_BYTES 2
+#include "_mdscan_kind.h"
+#undef CH
+#undef K
+#undef KIND_BYTES
+
+#define CH Py_UCS4
+#define K(name) name##_4
+#define KIND_BYTES 4
+#include "_mdscan_kind.h"
+#undef CH
+#undef K
+#undef KIND_BYTES
+
+/* --- the module's functions ------------------------------------------------------- */
+
+static PyObject *spans_list(Spans *sp)
+{
+    PyObject *list = PyList_New(sp->count);
+    if (list == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < sp->count; i++) {
+        Py_ssize_t *p = sp->v + 4 * i;
+        PyObject *item = Py_BuildValue("(nnnn)", p[0], p[1], p[2], p[3]);
+        if (item == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, item);
+    }
+    return list;
+}
+
+static Py_ssize_t spans_of(int kind, const void *data, Py_ssize_t n, Spans *sp)
+{
+    switch (kind) {
+    case PyUnicode_1BYTE_KIND:
+        return code_spans_1(data, n, sp);
+    case PyUnicode_2BYTE_KIND:
+        return code_spans_2(data, n, sp);
+    default:
+        return code_spans_4(data, n, sp);
+    }
+}
+
+static int has_backtick(int kind, const void *data, Py_ssize_t n)
+{
+    switch (kind) {
+    case PyUnicode_1BYTE_KIND:
+        return has_backtick_1(data, n);
+    case PyUnicode_2BYTE_KIND:
+        return has_backtick_2(data, n);
+    default:
+        return has_backtick_4(data, n);
+    }
+}
+
+PyDoc_STRVAR(scan_doc, "scan(body) -> (fenced [(start, end)], headings [(start, level, text)])");
+
+static PyObject *md_scan(PyObject *self, PyObject *body)
+{
+    if (!PyUnicode_Check(body)) {
+        PyErr_SetString(PyExc_TypeError, "scan() wants a str");
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(body);
+    const void *data = PyUnicode_DATA(body);
+    PyObject *fenced = PyList_New(0), *headings = PyList_New(0);
+    if (fenced == NULL || headings == NULL)
+        goto fail;
+    int rc;
+    switch (PyUnicode_KIND(body)) {
+    case PyUnicode_1BYTE_KIND:
+        rc = scan_1(body, data, n, fenced, headings);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        rc = scan_2(body, data, n, fenced, headings);
+        break;
+    default:
+        rc = scan_4(body, data, n, fenced, headings);
+    }
+    if (rc < 0)
+        goto fail;
+    return Py_BuildValue("(NN)", fenced, headings);
+fail:
+    Py_XDECREF(fenced);
+    Py_XDECREF(headings);
+    return NULL;
+}
+
+PyDoc_STRVAR(code_spans_doc, "code_spans(text) -> [(start, content start, content end, end)]");
+
+static PyObject *md_code_spans(PyObject *self, PyObject *text)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "code_spans() wants a str");
+        return NULL;
+    }
+    Spans sp = {0};
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (spans_of(PyUnicode_KIND(text), PyUnicode_DATA(text), n, &sp) < 0) {
+        PyMem_Free(sp.v);
+        return NULL;
+    }
+    PyObject *list = spans_list(&sp);
+    PyMem_Free(sp.v);
+    return list;
+}
+
+PyDoc_STRVAR(mask_code_doc,
+             "mask_code(text, fenced) -> text with the fenced ranges and the code spans\n"
+             "after them blanked (every code point but '\\n' a space)");
+
+static PyObject *md_mask_code(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "mask_code(text: str, fenced)");
+        return NULL;
+    }
+    PyObject *text = args[0];
+    PyObject *fenced = PySequence_Fast(args[1], "mask_code: fenced must be a sequence");
+    if (fenced == NULL)
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    Py_ssize_t nf = PySequence_Fast_GET_SIZE(fenced);
+    PyObject **items = PySequence_Fast_ITEMS(fenced);
+    void *buf = NULL;
+    Spans sp = {0};
+    PyObject *result = NULL;
+    if (nf == 0 && !has_backtick(kind, PyUnicode_DATA(text), n)) {
+        Py_DECREF(fenced);
+        return Py_NewRef(text);
+    }
+    buf = PyMem_Malloc((size_t)(n ? n : 1) * (size_t)kind);
+    if (buf == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(buf, PyUnicode_DATA(text), (size_t)n * (size_t)kind);
+    Py_ssize_t pos = 0;
+    for (Py_ssize_t f = 0; f < nf; f++) {
+        Py_ssize_t a, b;
+        if (!PyArg_ParseTuple(items[f], "nn", &a, &b))
+            goto done;
+        if (a < pos || b < a || b > n) { /* only scan()'s ranges are known to be alike */
+            PyErr_SetString(PyExc_ValueError, "mask_code: fenced ranges out of order");
+            goto done;
+        }
+        if (kind == PyUnicode_1BYTE_KIND)
+            blank_1(buf, a, b);
+        else if (kind == PyUnicode_2BYTE_KIND)
+            blank_2(buf, a, b);
+        else
+            blank_4(buf, a, b);
+        pos = b;
+    }
+    if (has_backtick(kind, buf, n)) {
+        if (spans_of(kind, buf, n, &sp) < 0)
+            goto done;
+        for (Py_ssize_t i = 0; i < sp.count; i++) {
+            Py_ssize_t a = sp.v[4 * i], b = sp.v[4 * i + 3];
+            if (kind == PyUnicode_1BYTE_KIND)
+                blank_1(buf, a, b);
+            else if (kind == PyUnicode_2BYTE_KIND)
+                blank_2(buf, a, b);
+            else
+                blank_4(buf, a, b);
+        }
+    }
+    /* The narrowest kind that holds what is left, as every str must be. */
+    result = PyUnicode_FromKindAndData(kind, buf, n);
+done:
+    PyMem_Free(buf);
+    PyMem_Free(sp.v);
+    Py_DECREF(fenced);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", md_scan, METH_O, scan_doc},
+    {"code_spans", md_code_spans, METH_O, code_spans_doc},
+    {"mask_code", (PyCFunction)(void (*)(void))md_mask_code, METH_FASTCALL, mask_code_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    "vault_brain.native._mdscan",
+    "Markdown's block scan and code masking in C (vault/blocks.py is the reference).",
+    -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit__mdscan(void)
+{
+    return PyModule_Create(&module);
+}
