@@ -3,7 +3,8 @@
  * The same answers as blocks.scan, blocks.code_spans and blocks.mask_code (which stay as
  * the fallback and the reference the tests compare with), found in one walk over the str's
  * code points instead of a Python step (and a re.Match) per backtick run and per line:
- * cpp-docs has ~630k backticks. Offsets are code-point indices, as Python's str counts
+ * cpp-docs has ~630k backticks. Also the Markdown links of vault/links.py (its regex's
+ * matches, less the ones it drops for sure). Offsets are code-point indices, as Python's str counts
  * them: the str's own 1-, 2- or 4-byte units are read, never UTF-8.
  */
 #define PY_SSIZE_T_CLEAN
@@ -361,7 +362,41 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(md_links_doc,
+             "md_links(masked) -> [(start, embed, text, target)]: the Markdown links that\n"
+             "links._markdown_links may keep (see _mdscan_kind.h)");
+
+static PyObject *md_md_links(PyObject *self, PyObject *text)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "md_links() wants a str");
+        return NULL;
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    const void *data = PyUnicode_DATA(text);
+    int rc;
+    switch (PyUnicode_KIND(text)) {
+    case PyUnicode_1BYTE_KIND:
+        rc = md_links_1(text, data, n, out);
+        break;
+    case PyUnicode_2BYTE_KIND:
+        rc = md_links_2(text, data, n, out);
+        break;
+    default:
+        rc = md_links_4(text, data, n, out);
+    }
+    if (rc < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"md_links", md_md_links, METH_O, md_links_doc},
     {"scan", md_scan, METH_O, scan_doc},
     {"code_spans", md_code_spans, METH_O, code_spans_doc},
     {"mask_code", (PyCFunction)(void (*)(void))md_mask_code, METH_FASTCALL, mask_code_doc},

@@ -230,3 +230,109 @@ static int K(has_backtick)(const CH *s, Py_ssize_t n)
     return 0;
 #endif
 }
+
+/* The Markdown links of links._MD_LINK (which see) in masked text, as
+ * (start, embed, text, target) where start counts a '!' before the '[' (then embed is
+ * true), without the ones links._markdown_links would drop for sure: escaped, and, when the
+ * target has no '%' (unquote changes nothing), a target with a URL scheme or starting with
+ * '#' or '/'. The regex's backtracking never finds another match than this walk: each part
+ * after '[' ends where the next can only fail on what it gave back. */
+static int K(md_links)(PyObject *text, const CH *s, Py_ssize_t n, PyObject *out)
+{
+    Py_ssize_t p = 0;
+    for (;;) {
+        while (p < n && s[p] != '[')
+            p++;
+        if (p >= n)
+            return 0;
+        Py_ssize_t i = p + 1;
+        while (i < n && s[i] != '[' && s[i] != ']' && s[i] != '\n')
+            i++;
+        if (i + 1 >= n || s[i] != ']' || s[i + 1] != '(') {
+            p++;
+            continue;
+        }
+        Py_ssize_t text_end = i, a, b, k;
+        i += 2;
+        while (i < n && Py_UNICODE_ISSPACE(s[i]))
+            i++;
+        if (i < n && s[i] == '<') { /* <wrapped> */
+            Py_ssize_t j = i + 1;
+            while (j < n && s[j] != '<' && s[j] != '>' && s[j] != '\n')
+                j++;
+            if (j == i + 1 || j >= n || s[j] != '>') {
+                p++;
+                continue;
+            }
+            a = i + 1;
+            b = j;
+            k = j + 1;
+        } else { /* bare */
+            Py_ssize_t j = i;
+            while (j < n && !Py_UNICODE_ISSPACE(s[j]) && s[j] != '(' && s[j] != ')' &&
+                   s[j] != '<' && s[j] != '>')
+                j++;
+            if (j == i) {
+                p++;
+                continue;
+            }
+            a = i;
+            b = j;
+            k = j;
+        }
+        if (k < n && Py_UNICODE_ISSPACE(s[k])) { /* an optional "title" */
+            Py_ssize_t t = k;
+            while (t < n && Py_UNICODE_ISSPACE(s[t]))
+                t++;
+            if (t < n && s[t] == '"') {
+                Py_ssize_t u = t + 1;
+                while (u < n && s[u] != '"' && s[u] != '\n')
+                    u++;
+                if (u < n && s[u] == '"')
+                    k = u + 1;
+            }
+        }
+        while (k < n && Py_UNICODE_ISSPACE(s[k]))
+            k++;
+        if (k >= n || s[k] != ')') {
+            p++;
+            continue;
+        }
+        Py_ssize_t open = p, start = p > 0 && s[p - 1] == '!' ? p - 1 : p;
+        p = k + 1; /* finditer goes on after the match */
+        if (K(escaped)(s, start))
+            continue;
+        int percent = 0;
+        for (Py_ssize_t j = a; j < b; j++)
+            if (s[j] == '%') {
+                percent = 1;
+                break;
+            }
+        if (!percent) {
+            if (s[a] == '#' || s[a] == '/')
+                continue;
+            if (s[a] < 128 && Py_ISALPHA(s[a])) { /* ^[A-Za-z][A-Za-z0-9+.-]*: */
+                Py_ssize_t j = a + 1;
+                while (j < b && s[j] < 128 &&
+                       (Py_ISALNUM(s[j]) || s[j] == '+' || s[j] == '.' || s[j] == '-'))
+                    j++;
+                if (j < b && s[j] == ':')
+                    continue;
+            }
+        }
+        PyObject *label = PyUnicode_Substring(text, open + 1, text_end);
+        PyObject *target = label ? PyUnicode_Substring(text, a, b) : NULL;
+        PyObject *item = target ? Py_BuildValue("(nOOO)", start,
+                                                start < open ? Py_True : Py_False, label,
+                                                target)
+                                : NULL;
+        Py_XDECREF(label);
+        Py_XDECREF(target);
+        if (item == NULL)
+            return -1;
+        int rc = PyList_Append(out, item);
+        Py_DECREF(item);
+        if (rc < 0)
+            return -1;
+    }
+}

@@ -1,6 +1,7 @@
-"""The C block scan, code spans and masking (vault_brain/native/_mdscan.c) against the Python
-of vault/blocks.py they replace: the same answers on any text, and the same parsed notes
-over the shared corpora. Skipped where the extension was not built."""
+"""The C block scan, code spans, masking and Markdown links (vault_brain/native/_mdscan.c)
+against the Python of vault/blocks.py and vault/links.py they replace: the same answers on
+any text, and the same parsed notes over the shared corpora. Skipped where the extension
+was not built."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.vault.test_links import corpus
-from vault_brain.vault import blocks
+from vault_brain.vault import blocks, links
 
 native = pytest.importorskip(
     "vault_brain.native._mdscan", reason="the C extension is not built (pip install -e .)"
@@ -126,9 +127,95 @@ def test_fences_out_of_order_are_refused_not_misread():
         native.mask_code("abc\ndef\n", ((4, 8), (0, 4)))
 
 
+# Pieces of Markdown links: every character the pattern branches on, targets with and
+# without '%', schemes, anchors, relative paths and extensions, Unicode spaces (\s).
+_LINK_PIECES = st.sampled_from(
+    [
+        "[",
+        "]",
+        "](",
+        "(",
+        ")",
+        "<",
+        ">",
+        "!",
+        "\\",
+        '"',
+        ' "t"',
+        " ",
+        "\t",
+        "\n",
+        "\u00a0",
+        "\u2003",
+        "a",
+        "Note",
+        "b.md",
+        "c.MD",
+        "x.png",
+        "../",
+        "./",
+        "/abs",
+        "#h",
+        "http:",
+        "https://e.org/p",
+        "c++:x",
+        "1a:",
+        "%20",
+        "%2E%2Emd",
+        "%68ttp:",
+        "%",
+        "|",
+        "é",
+        "😀",
+        "\ud800",
+    ]
+)
+
+
+_BITS = st.lists(_LINK_PIECES, max_size=4).map("".join)
+_SPACE = st.sampled_from(["", " ", "\t", "\n", "\u00a0"])
+# Link-shaped text (most random strings hold no link at all), with stray pieces between.
+_LINKS = st.lists(
+    st.one_of(
+        _LINK_PIECES,
+        st.builds(
+            "{}[{}]({}{}{}{}{}{})".format,
+            st.sampled_from(["", "!", "\\", "\\!", "\\\\"]),
+            _BITS,
+            _SPACE,
+            st.sampled_from(["", "<"]),
+            _BITS,
+            st.sampled_from(["", ">"]),
+            st.sampled_from(["", ' "t"', '  "a b" ', ' "x']),
+            _SPACE,
+        ),
+    ),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=5000, deadline=None)
+@given(_LINKS, st.sampled_from(["", "d", "d/e"]))
+def test_markdown_links_are_the_python_ones(text: str, folder: str) -> None:
+    assert links._markdown_links(text, folder) == links.markdown_links_py(text, folder)
+
+
+def test_markdown_link_forms():
+    for text in [
+        '[a](b.md) ![c](<d e.md> "t") [f](g "h" ) [i]( j ) \\[k](l)',
+        "[a](%2E%2E/b.md) [a](%68ttp:x) [z](http://x) [y](#h) [w](/x) [v](x.png)",
+        "[a](<b>x) [a](<>) [a](b\n) [a](\nb.md\n) [a\nb](c) [[a](b)",
+        "\\![a](b) \\\\![a](b) ![a](../../c.md#h)",
+    ]:
+        for folder in ("", "d/e"):
+            found = links._markdown_links(text, folder)
+            assert found == links.markdown_links_py(text, folder), text
+    assert links._markdown_links("[a](b.md)", "")[0][1].target == "b"
+
+
 _PARSE_ALL = """
 import hashlib, json, sys, tarfile
-from vault_brain.vault import blocks
+from vault_brain.vault import blocks, links
 from vault_brain.vault.note import UnreadableNote, parse_note
 out = {"native": blocks._native is not None, "notes": {}}
 for archive in sys.argv[1:]:
