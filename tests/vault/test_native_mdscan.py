@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.vault.test_links import corpus
+from vault_brain.text import analysis
 from vault_brain.vault import blocks, links
 
 native = pytest.importorskip(
@@ -213,9 +214,53 @@ def test_markdown_link_forms():
     assert links._markdown_links("[a](b.md)", "")[0][1].target == "b"
 
 
+# What the language detection's sample leaves out: fences at line starts (closed or not,
+# ``` or ~~~, longer runs), inline code, URLs, link targets, tags; Unicode spaces for \S.
+_SAMPLE_PIECES = st.sampled_from(
+    [
+        "```",
+        "````",
+        "~~~",
+        "`",
+        "\n",
+        "\n```\n",
+        "\n~~~x\n",
+        "<",
+        ">",
+        "<b>",
+        "](",
+        "]",
+        "(",
+        ")",
+        "http://",
+        "https://",
+        "https",
+        "http",
+        ":",
+        "/",
+        "x",
+        " ",
+        "\u00a0",
+        "\u2028",
+        "é",
+        "😀",
+        "\ud800",
+    ]
+)
+
+
+@settings(max_examples=4000, deadline=None)
+@given(st.lists(_SAMPLE_PIECES, max_size=50).map("".join), st.integers(1, 400))
+def test_the_detection_sample_is_the_python_one(text: str, repeat: int) -> None:
+    assert analysis._detection_sample(text) == analysis.detection_sample_py(text)
+    longer = text * repeat  # past the sample's 2 x 2,500 characters, cut mid-pattern
+    assert analysis._detection_sample(longer) == analysis.detection_sample_py(longer)
+
+
 _PARSE_ALL = """
 import hashlib, json, sys, tarfile
-from vault_brain.vault import blocks, links
+from vault_brain.text.analysis import _detection_sample
+from vault_brain.vault import blocks
 from vault_brain.vault.note import UnreadableNote, parse_note
 out = {"native": blocks._native is not None, "notes": {}}
 for archive in sys.argv[1:]:
@@ -224,7 +269,9 @@ for archive in sys.argv[1:]:
             if member.isfile() and member.name.endswith(".md"):
                 raw = tar.extractfile(member).read()
                 try:
-                    text = repr(parse_note(member.name, raw))
+                    note = parse_note(member.name, raw)
+                    sample = _detection_sample(f"{note.title}\\n\\n{note.body}")
+                    text = repr(note) + repr(sample)
                 except UnreadableNote as exc:
                     text = "unreadable " + str(exc)
                 data = text.encode("utf-8", "surrogatepass")
@@ -247,6 +294,7 @@ def _parse_all(archives: list[Path], native_on: bool) -> dict:
 
 @pytest.mark.slow
 def test_every_note_of_the_corpora_parses_the_same_with_and_without_c():
+    """parse_note's Note and the language detection's sample of every note."""
     archives = [
         corpus(name)
         for name in ("cpp-docs.tar.gz", "obsidian-help.tar.gz", "obsidian-help-i18n.tar.gz")

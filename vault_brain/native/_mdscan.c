@@ -395,7 +395,154 @@ static PyObject *md_md_links(PyObject *self, PyObject *text)
     return out;
 }
 
+/* --- the language detection's sample (text/analysis.py's _detection_sample) ---------- */
+
+static int is_line_start(const Py_UCS4 *s, Py_ssize_t i)
+{
+    return i == 0 || s[i - 1] == '\n';
+}
+
+static int three(const Py_UCS4 *s, Py_ssize_t i, Py_ssize_t n, Py_UCS4 c)
+{
+    return i + 3 <= n && s[i] == c && s[i + 1] == c && s[i + 2] == c;
+}
+
+/* ^(```|~~~).*?^\1[^\n]*$ (multiline, dotall) -> " " */
+static Py_ssize_t sub_fences(const Py_UCS4 *s, Py_ssize_t n, Py_UCS4 *o)
+{
+    Py_ssize_t i = 0, m = 0;
+    while (i < n) {
+        if (is_line_start(s, i) && (three(s, i, n, '`') || three(s, i, n, '~'))) {
+            Py_UCS4 d = s[i];
+            Py_ssize_t p = i + 3;
+            while (p < n && !(s[p - 1] == '\n' && three(s, p, n, d)))
+                p++;
+            if (p < n) {
+                Py_ssize_t e = p + 3;
+                while (e < n && s[e] != '\n')
+                    e++;
+                o[m++] = ' ';
+                i = e;
+                continue;
+            }
+        }
+        o[m++] = s[i++];
+    }
+    return m;
+}
+
+/* `[^`\n]*` -> " " and <[^>\n]*> -> " " */
+static Py_ssize_t sub_pairs(const Py_UCS4 *s, Py_ssize_t n, Py_UCS4 *o, Py_UCS4 open,
+                            Py_UCS4 close)
+{
+    Py_ssize_t i = 0, m = 0;
+    while (i < n) {
+        if (s[i] == open) {
+            Py_ssize_t j = i + 1;
+            while (j < n && s[j] != close && s[j] != '\n')
+                j++;
+            if (j < n && s[j] == close) {
+                o[m++] = ' ';
+                i = j + 1;
+                continue;
+            }
+        }
+        o[m++] = s[i++];
+    }
+    return m;
+}
+
+/* https?://\S+ -> " " */
+static Py_ssize_t sub_urls(const Py_UCS4 *s, Py_ssize_t n, Py_UCS4 *o)
+{
+    Py_ssize_t i = 0, m = 0;
+    while (i < n) {
+        if (s[i] == 'h' && i + 4 < n && s[i + 1] == 't' && s[i + 2] == 't' && s[i + 3] == 'p') {
+            Py_ssize_t k = i + 4;
+            if (s[k] == 's')
+                k++;
+            if (k + 3 < n && s[k] == ':' && s[k + 1] == '/' && s[k + 2] == '/' &&
+                !Py_UNICODE_ISSPACE(s[k + 3])) {
+                Py_ssize_t j = k + 3;
+                while (j < n && !Py_UNICODE_ISSPACE(s[j]))
+                    j++;
+                o[m++] = ' ';
+                i = j;
+                continue;
+            }
+        }
+        o[m++] = s[i++];
+    }
+    return m;
+}
+
+/* \]\([^)]*\) -> "]" */
+static Py_ssize_t sub_targets(const Py_UCS4 *s, Py_ssize_t n, Py_UCS4 *o)
+{
+    Py_ssize_t i = 0, m = 0;
+    int no_close = 0; /* no ')' after some point: none after any later one either */
+    while (i < n) {
+        if (!no_close && s[i] == ']' && i + 1 < n && s[i + 1] == '(') {
+            Py_ssize_t j = i + 2;
+            while (j < n && s[j] != ')')
+                j++;
+            if (j < n) {
+                o[m++] = ']';
+                i = j + 1;
+                continue;
+            }
+            no_close = 1;
+        }
+        o[m++] = s[i++];
+    }
+    return m;
+}
+
+PyDoc_STRVAR(detection_sample_doc,
+             "detection_sample(text, chars) -> text[:2 * chars] without code, URLs, link\n"
+             "targets and tags, cut to chars (text/analysis.py's _detection_sample)");
+
+static PyObject *md_detection_sample(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t chars;
+    if (nargs != 2 || !PyUnicode_Check(args[0]) ||
+        (chars = PyLong_AsSsize_t(args[1])) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "detection_sample(text: str, chars: int >= 0)");
+        return NULL;
+    }
+    PyObject *text = args[0];
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (n > 2 * chars)
+        n = 2 * chars;
+    Py_UCS4 *a = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_UCS4));
+    Py_UCS4 *b = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_UCS4));
+    if (a == NULL || b == NULL) {
+        PyMem_Free(a);
+        PyMem_Free(b);
+        return PyErr_NoMemory();
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    for (Py_ssize_t i = 0; i < n; i++) /* text[:2 * chars] */
+        a[i] = PyUnicode_READ(kind, data, i);
+    /* Each pattern on what the one before left, as the Python's chain of re.sub. */
+    n = sub_fences(a, n, b);
+    n = sub_pairs(b, n, a, '`', '`');
+    n = sub_urls(a, n, b);
+    n = sub_targets(b, n, a);
+    n = sub_pairs(a, n, b, '<', '>');
+    if (n > chars)
+        n = chars;
+    PyObject *out = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, b, n);
+    PyMem_Free(a);
+    PyMem_Free(b);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"detection_sample", (PyCFunction)(void (*)(void))md_detection_sample, METH_FASTCALL,
+     detection_sample_doc},
     {"md_links", md_md_links, METH_O, md_links_doc},
     {"scan", md_scan, METH_O, scan_doc},
     {"code_spans", md_code_spans, METH_O, code_spans_doc},

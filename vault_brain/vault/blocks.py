@@ -10,21 +10,17 @@ however many of them look at it.
 from __future__ import annotations
 
 import bisect
-import os
 import re
 from dataclasses import dataclass
 from itertools import starmap
+
+from vault_brain.native import load
 
 # The same scan, masking and spans in C (vault_brain/native/_mdscan.c), built by
 # `pip install`; without it, or with VAULT_BRAIN_NATIVE=0, the Python below (the reference
 # the tests compare it with) runs. On cpp-docs it takes ~1.3 CPU-s off a cold index's ~1.5
 # of scanning and masking (docs/benchmarks.md, "compiled parse body").
-_native = None
-if os.environ.get("VAULT_BRAIN_NATIVE", "1") != "0":
-    try:
-        from vault_brain.native import _mdscan as _native
-    except ImportError:
-        pass
+_native = load("_mdscan")
 
 # A fence opens a code block: ``` or ~~~ (3 or more). Any indentation and blockquote
 # markers are accepted, so fences nested in list items and callouts count as code too.
