@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.vault.test_links import corpus
+from vault_brain.index import chunking
 from vault_brain.text import analysis
 from vault_brain.vault import blocks, links
 
@@ -257,8 +258,26 @@ def test_the_detection_sample_is_the_python_one(text: str, repeat: int) -> None:
     assert analysis._detection_sample(longer) == analysis.detection_sample_py(longer)
 
 
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "bc", " ", "\t", "\n", "\n\n", "é", "€", "😀"]), max_size=30),
+    st.lists(st.integers(0, 140), min_size=1, max_size=40),
+    st.data(),
+)
+def test_the_chunkers_cut_is_the_python_one(pieces: list[str], cuts: list[int], data) -> None:
+    import numpy as np
+
+    body = "".join(pieces).encode("utf-8")
+    offsets = np.array(sorted([0, *cuts]), dtype=np.int64)  # some past the end, some inside
+    cutter = chunking._Cutter(body, offsets)
+    hi = data.draw(st.integers(0, len(offsets) - 1))
+    lo = data.draw(st.integers(0, len(offsets)))  # lo > hi: nothing scanned
+    assert native.best_cut(body, offsets, hi, lo) == cutter.best_py(hi, lo)
+
+
 _PARSE_ALL = """
 import hashlib, json, sys, tarfile
+from vault_brain.index.chunking import chunk_note
 from vault_brain.text.analysis import _detection_sample
 from vault_brain.vault import blocks
 from vault_brain.vault.note import UnreadableNote, parse_note
@@ -271,7 +290,8 @@ for archive in sys.argv[1:]:
                 try:
                     note = parse_note(member.name, raw)
                     sample = _detection_sample(f"{note.title}\\n\\n{note.body}")
-                    text = repr(note) + repr(sample)
+                    chunks = chunk_note(note.title, note.body, 400, 48, 64, note.headings)
+                    text = repr(note) + repr(sample) + repr(chunks)
                 except UnreadableNote as exc:
                     text = "unreadable " + str(exc)
                 data = text.encode("utf-8", "surrogatepass")
@@ -294,7 +314,7 @@ def _parse_all(archives: list[Path], native_on: bool) -> dict:
 
 @pytest.mark.slow
 def test_every_note_of_the_corpora_parses_the_same_with_and_without_c():
-    """parse_note's Note and the language detection's sample of every note."""
+    """parse_note's Note, the language detection's sample and the chunks of every note."""
     archives = [
         corpus(name)
         for name in ("cpp-docs.tar.gz", "obsidian-help.tar.gz", "obsidian-help-i18n.tar.gz")

@@ -4,11 +4,14 @@
  * the fallback and the reference the tests compare with), found in one walk over the str's
  * code points instead of a Python step (and a re.Match) per backtick run and per line:
  * cpp-docs has ~630k backticks. Also the Markdown links of vault/links.py (its regex's
- * matches, less the ones it drops for sure). Offsets are code-point indices, as Python's str counts
+ * matches, less the ones it drops for sure), the language detection's sample of
+ * text/analysis.py and the chunker's search for a cut (index/chunking.py): the other
+ * per-character loops of a parse worker. Offsets are code-point indices, as Python's str counts
  * them: the str's own 1-, 2- or 4-byte units are read, never UTF-8.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -540,7 +543,81 @@ static PyObject *md_detection_sample(PyObject *self, PyObject *const *args, Py_s
     return out;
 }
 
+/* --- the chunker's cut (index/chunking.py's _Cutter.best) -------------------------- */
+
+PyDoc_STRVAR(best_cut_doc,
+             "best_cut(data, offsets, hi, lo) -> the token position from hi down to lo at a\n"
+             "paragraph, else line, else word break, else not inside a UTF-8 character, or\n"
+             "None (index/chunking.py's _Cutter.best; offsets: C-contiguous int64)");
+
+static PyObject *md_best_cut(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t hi, lo;
+    if (nargs != 4 || !PyBytes_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "best_cut(data: bytes, offsets, hi, lo)");
+        return NULL;
+    }
+    if ((hi = PyLong_AsSsize_t(args[2])) == -1 && PyErr_Occurred())
+        return NULL;
+    if ((lo = PyLong_AsSsize_t(args[3])) == -1 && PyErr_Occurred())
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    PyObject *result = NULL;
+    if (view.itemsize != 8 || view.format == NULL ||
+        (strcmp(view.format, "q") != 0 && strcmp(view.format, "l") != 0 &&
+         strcmp(view.format, "<q") != 0 && strcmp(view.format, "<l") != 0)) {
+        PyErr_SetString(PyExc_TypeError, "best_cut: offsets must be int64");
+        goto done;
+    }
+    const int64_t *offsets = view.buf;
+    Py_ssize_t count = view.len / 8;
+    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t size = PyBytes_GET_SIZE(args[0]);
+    Py_ssize_t line = -1, word = -1, chr = -1, found = -1;
+    for (Py_ssize_t t = hi; t >= lo; t--) {
+        if (t < 0 || t >= count) {
+            PyErr_SetString(PyExc_IndexError, "best_cut: token position out of range");
+            goto done;
+        }
+        int64_t p = offsets[t];
+        if (p < 0) {
+            PyErr_SetString(PyExc_ValueError, "best_cut: a negative offset");
+            goto done;
+        }
+        if (p >= size) {
+            found = t;
+            break;
+        }
+        unsigned char b = data[p];
+        if ((b & 0xC0) == 0x80) /* continuation byte: inside a character */
+            continue;
+        unsigned char prev = p ? data[p - 1] : 10;
+        if (prev == 10) {
+            if (p < 2 || data[p - 2] == 10) {
+                found = t;
+                break;
+            }
+            if (line < 0)
+                line = t;
+        } else if (word < 0 && (b == ' ' || b == '\t' || b == '\n' || prev == ' ' ||
+                                prev == '\t')) {
+            word = t;
+        }
+        if (chr < 0)
+            chr = t;
+    }
+    if (found < 0)
+        found = line >= 0 ? line : word >= 0 ? word : chr;
+    result = found >= 0 ? PyLong_FromSsize_t(found) : Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"best_cut", (PyCFunction)(void (*)(void))md_best_cut, METH_FASTCALL, best_cut_doc},
     {"detection_sample", (PyCFunction)(void (*)(void))md_detection_sample, METH_FASTCALL,
      detection_sample_doc},
     {"md_links", md_md_links, METH_O, md_links_doc},
