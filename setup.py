@@ -7,8 +7,10 @@ from setuptools import Extension, setup
 # Plain C (C99 and the CPython API), no -march flags: one build runs on every CPU of its
 # architecture. optional=True: a failed compile warns and installs the rest.
 NATIVE: list[Extension] = [
-    # vault/blocks.py's scan, code spans and masking: ~1.3 of a cold cpp-docs index's
-    # ~1.5 CPU-s in them (docs/benchmarks.md, "compiled parse body").
+    # A parse worker's per-character loops: vault/blocks.py's scan, code spans and masking,
+    # vault/links.py's Markdown links, the language detection's sample, the chunker's cut
+    # search. A cold full-text index of cpp-docs: ~2 CPU-s less of ~19 (docs/benchmarks.md,
+    # "The parse workers' per-character loops in C").
     Extension(
         "vault_brain.native._mdscan",
         sources=["vault_brain/native/_mdscan.c"],

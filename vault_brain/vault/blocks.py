@@ -18,8 +18,8 @@ from vault_brain.native import load
 
 # The same scan, masking and spans in C (vault_brain/native/_mdscan.c), built by
 # `pip install`; without it, or with VAULT_BRAIN_NATIVE=0, the Python below (the reference
-# the tests compare it with) runs. On cpp-docs it takes ~1.3 CPU-s off a cold index's ~1.5
-# of scanning and masking (docs/benchmarks.md, "compiled parse body").
+# the tests compare it with) runs. A cpp-docs pass's scan and masking: 1.36 -> 0.20 CPU-s
+# (docs/benchmarks.md, "The parse workers' per-character loops in C").
 _native = load("_mdscan")
 
 # A fence opens a code block: ``` or ~~~ (3 or more). Any indentation and blockquote
