@@ -174,6 +174,11 @@ _LINK_PIECES = st.sampled_from(
 )
 
 
+_TARGET_PIECES = st.sampled_from(
+    [".", "..", "./", "../", "/", "//", "a", "Bé", ".md", ".MD", ".mD", "md", "M", "D", "x.png"]
+    + ["#", "#h", " ", "\u2003", "\u00a0", "İ", "%", "%2e", "http:", "c++:", "1a:", "😀", "\ud800"]
+)
+_FOLDERS = st.sampled_from(["", "d", "d/e", "d/e/", "/r", "//r", "///r", "..", "../d", "d/..", "."])
 _BITS = st.lists(_LINK_PIECES, max_size=4).map("".join)
 _SPACE = st.sampled_from(["", " ", "\t", "\n", "\u00a0"])
 # Link-shaped text (most random strings hold no link at all), with stray pieces between.
@@ -197,9 +202,35 @@ _LINKS = st.lists(
 
 
 @settings(max_examples=5000, deadline=None)
-@given(_LINKS, st.sampled_from(["", "d", "d/e"]))
+@given(_LINKS, _FOLDERS)
 def test_markdown_links_are_the_python_ones(text: str, folder: str) -> None:
     assert links._markdown_links(text, folder) == links.markdown_links_py(text, folder)
+
+
+@settings(max_examples=5000, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 9),
+            st.booleans(),
+            st.lists(st.sampled_from([" ", "\u2003", "t", "é", "#"]), max_size=4).map("".join),
+            st.lists(_TARGET_PIECES, max_size=8).map("".join),
+        ),
+        max_size=6,
+    ),
+    _FOLDERS,
+)
+def test_note_links_decides_as_the_python(found: list, folder: str) -> None:
+    """Every target, not only those md_links lets through: normpath's rules, '.md' in any
+    case, attachments, anchors, schemes, Unicode spaces; '%' left to the Python."""
+    decided = []
+    for item in native.note_links(found, folder):
+        if len(item) == 5:
+            decided.append((item[0], links.Link(*item[1:])))
+        else:
+            assert "%" in item[3]
+            decided += links._note_links([item], folder)
+    assert decided == links._note_links(found, folder)
 
 
 def test_markdown_link_forms():

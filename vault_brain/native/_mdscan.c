@@ -398,6 +398,200 @@ static PyObject *md_md_links(PyObject *self, PyObject *text)
     return out;
 }
 
+/* --- the Markdown links' targets (vault/links.py's _note_links) ------------------ */
+
+/* s[a:b] without Unicode whitespace at either end (str.strip()), or NULL-less None when
+ * empty and none_if_empty. */
+static PyObject *strip_slice(PyObject *s, Py_ssize_t a, Py_ssize_t b, int none_if_empty)
+{
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    while (a < b && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, a)))
+        a++;
+    while (b > a && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, b - 1)))
+        b--;
+    if (a == b && none_if_empty)
+        Py_RETURN_NONE;
+    return PyUnicode_Substring(s, a, b);
+}
+
+/* posixpath.normpath(posixpath.join(folder, raw)) for a raw path starting with "./" or
+ * "../", less every leading "../", then stripped: links._note_links' relative target. */
+static PyObject *relative_target(PyObject *folder, PyObject *raw)
+{
+    Py_ssize_t nf = PyUnicode_GET_LENGTH(folder), nr = PyUnicode_GET_LENGTH(raw);
+    Py_ssize_t n = nf + 1 + nr;
+    Py_UCS4 *path = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_UCS4));
+    Py_UCS4 *out = PyMem_Malloc((size_t)(n + 3) * sizeof(Py_UCS4));
+    Py_ssize_t *starts = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *lens = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    PyObject *result = NULL;
+    if (path == NULL || out == NULL || starts == NULL || lens == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < nf; i++)
+        path[m++] = PyUnicode_READ_CHAR(folder, i);
+    if (nf && path[m - 1] != '/') /* join: raw is not absolute here */
+        path[m++] = '/';
+    for (Py_ssize_t i = 0; i < nr; i++)
+        path[m++] = PyUnicode_READ_CHAR(raw, i);
+    /* normpath: "." when empty; one or three+ leading slashes are "/", two stay "//" */
+    Py_ssize_t k = 0;
+    if (m == 0) {
+        out[k++] = '.';
+    } else {
+        int slashes = path[0] == '/';
+        if (slashes && m > 1 && path[1] == '/' && !(m > 2 && path[2] == '/'))
+            slashes = 2;
+        Py_ssize_t count = 0;
+        for (Py_ssize_t i = 0; i <= m;) {
+            Py_ssize_t j = i;
+            while (j < m && path[j] != '/')
+                j++;
+            Py_ssize_t len = j - i;
+            int dot = len == 1 && path[i] == '.';
+            int dotdot = len == 2 && path[i] == '.' && path[i + 1] == '.';
+            if (len == 0 || dot) {
+                /* skipped */
+            } else if (!dotdot || (!slashes && count == 0) ||
+                       (count > 0 && lens[count - 1] == 2 && path[starts[count - 1]] == '.' &&
+                        path[starts[count - 1] + 1] == '.')) {
+                starts[count] = i;
+                lens[count] = len;
+                count++;
+            } else if (count > 0) {
+                count--;
+            }
+            i = j + 1;
+        }
+        for (int s = 0; s < slashes; s++)
+            out[k++] = '/';
+        for (Py_ssize_t c = 0; c < count; c++) {
+            if (c)
+                out[k++] = '/';
+            memcpy(out + k, path + starts[c], (size_t)lens[c] * sizeof(Py_UCS4));
+            k += lens[c];
+        }
+        if (k == 0)
+            out[k++] = '.';
+    }
+    Py_ssize_t a = 0; /* while raw.startswith("../"): raw = raw[3:] */
+    while (k - a >= 3 && out[a] == '.' && out[a + 1] == '.' && out[a + 2] == '/')
+        a += 3;
+    PyObject *joined = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out + a, k - a);
+    if (joined != NULL) {
+        result = strip_slice(joined, 0, k - a, 0);
+        Py_DECREF(joined);
+    }
+done:
+    PyMem_Free(path);
+    PyMem_Free(out);
+    PyMem_Free(starts);
+    PyMem_Free(lens);
+    return result;
+}
+
+PyDoc_STRVAR(note_links_doc,
+             "note_links(found, folder) -> links._note_links' decisions on md_links' answer:\n"
+             "(start, target, heading, alias, embed) for a link to a note, nothing for a\n"
+             "target that is not one, the item itself where the target has a '%'");
+
+static PyObject *md_note_links(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_Check(args[0]) || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "note_links(found: list, folder: str)");
+        return NULL;
+    }
+    PyObject *found = args[0], *folder = args[1];
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t f = 0; f < PyList_GET_SIZE(found); f++) {
+        PyObject *item = PyList_GET_ITEM(found, f);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4 ||
+            !PyUnicode_Check(PyTuple_GET_ITEM(item, 2)) ||
+            !PyUnicode_Check(PyTuple_GET_ITEM(item, 3))) {
+            PyErr_SetString(PyExc_TypeError, "note_links: (start, embed, text, target) items");
+            goto fail;
+        }
+        PyObject *text = PyTuple_GET_ITEM(item, 2), *target = PyTuple_GET_ITEM(item, 3);
+        Py_ssize_t n = PyUnicode_GET_LENGTH(target);
+        if (PyUnicode_FindChar(target, '%', 0, n, 1) != -1) { /* unquote: the Python's */
+            if (PyList_Append(out, item) < 0)
+                goto fail;
+            continue;
+        }
+        if (n == 0)
+            continue;
+        Py_UCS4 c0 = PyUnicode_READ_CHAR(target, 0);
+        if (c0 == '#' || c0 == '/')
+            continue;
+        if (c0 < 128 && Py_ISALPHA(c0)) { /* ^[A-Za-z][A-Za-z0-9+.-]*: */
+            Py_ssize_t j = 1;
+            Py_UCS4 c;
+            while (j < n && (c = PyUnicode_READ_CHAR(target, j)) < 128 &&
+                   (Py_ISALNUM(c) || c == '+' || c == '.' || c == '-'))
+                j++;
+            if (j < n && PyUnicode_READ_CHAR(target, j) == ':')
+                continue;
+        }
+        Py_ssize_t hash = PyUnicode_FindChar(target, '#', 0, n, 1);
+        Py_ssize_t end = hash < 0 ? n : hash; /* raw = target[:end] */
+        Py_ssize_t slash = PyUnicode_FindChar(target, '/', 0, end, -1);
+        Py_ssize_t name = slash < 0 ? 0 : slash + 1; /* basename */
+        /* name.lower().endswith(".md"): only '.', 'm'/'M', 'd'/'D' lower to those (every
+         * code point's str.lower() was checked) */
+        if (end - name >= 3 && PyUnicode_READ_CHAR(target, end - 3) == '.' &&
+            (PyUnicode_READ_CHAR(target, end - 2) | 0x20) == 'm' &&
+            (PyUnicode_READ_CHAR(target, end - 1) | 0x20) == 'd') {
+            end -= 3;
+        } else if (PyUnicode_FindChar(target, '.', name, end, 1) != -1) {
+            continue; /* an attachment (image, PDF), not a note */
+        }
+        PyObject *note;
+        int relative = end >= 2 && c0 == '.' &&
+                       (PyUnicode_READ_CHAR(target, 1) == '/' ||
+                        (end >= 3 && PyUnicode_READ_CHAR(target, 1) == '.' &&
+                         PyUnicode_READ_CHAR(target, 2) == '/'));
+        if (relative) {
+            PyObject *raw = PyUnicode_Substring(target, 0, end);
+            if (raw == NULL)
+                goto fail;
+            note = relative_target(folder, raw);
+            Py_DECREF(raw);
+        } else {
+            note = strip_slice(target, 0, end, 0);
+        }
+        if (note == NULL)
+            goto fail;
+        if (PyUnicode_GET_LENGTH(note) == 0) {
+            Py_DECREF(note);
+            continue;
+        }
+        PyObject *heading =
+            hash < 0 ? Py_NewRef(Py_None) : strip_slice(target, hash + 1, n, 1);
+        PyObject *alias = heading ? strip_slice(text, 0, PyUnicode_GET_LENGTH(text), 1) : NULL;
+        PyObject *row = alias ? PyTuple_Pack(5, PyTuple_GET_ITEM(item, 0), note, heading,
+                                             alias, PyTuple_GET_ITEM(item, 1))
+                              : NULL;
+        Py_DECREF(note);
+        Py_XDECREF(heading);
+        Py_XDECREF(alias);
+        if (row == NULL)
+            goto fail;
+        int rc = PyList_Append(out, row);
+        Py_DECREF(row);
+        if (rc < 0)
+            goto fail;
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
 /* --- the language detection's sample (text/analysis.py's _detection_sample) ---------- */
 
 static int is_line_start(const Py_UCS4 *s, Py_ssize_t i)
@@ -617,6 +811,7 @@ done:
 }
 
 static PyMethodDef methods[] = {
+    {"note_links", (PyCFunction)(void (*)(void))md_note_links, METH_FASTCALL, note_links_doc},
     {"best_cut", (PyCFunction)(void (*)(void))md_best_cut, METH_FASTCALL, best_cut_doc},
     {"detection_sample", (PyCFunction)(void (*)(void))md_detection_sample, METH_FASTCALL,
      detection_sample_doc},

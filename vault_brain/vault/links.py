@@ -75,9 +75,17 @@ def _bang_start(masked: str, at: int) -> int:
 
 def _markdown_links(masked: str, folder: str) -> list[tuple[int, Link]]:
     """Markdown links whose target is a note in the vault (.md or no extension)."""
-    if _native is not None:  # the same links (vault_brain/native/_mdscan.c's md_links)
-        return _note_links(_native.md_links(masked), folder)
-    return markdown_links_py(masked, folder)
+    if _native is None:
+        return markdown_links_py(masked, folder)
+    # The same links (vault_brain/native/_mdscan.c): md_links finds them, note_links decides
+    # what _note_links would of each, but of a target with a '%' (unquote's).
+    out = []
+    for item in _native.note_links(_native.md_links(masked), folder):
+        if len(item) == 5:
+            out.append((item[0], Link(*item[1:])))
+        else:
+            out += _note_links([item], folder)
+    return out
 
 
 def markdown_links_py(masked: str, folder: str) -> list[tuple[int, Link]]:
