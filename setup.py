@@ -7,6 +7,17 @@ from setuptools import Extension, setup
 # Plain C (C99 and the CPython API), no -march flags: one build runs on every CPU of its
 # architecture. optional=True: a failed compile warns and installs the rest.
 NATIVE: list[Extension] = [
+    # A parse worker's per-character loops: vault/blocks.py's scan, code spans and masking,
+    # vault/links.py's Markdown links, the language detection's sample, the chunker's cut
+    # search. A cold full-text index of cpp-docs: ~2 CPU-s less of ~19 (docs/benchmarks.md,
+    # "The parse workers' per-character loops in C").
+    Extension(
+        "vault_brain.native._mdscan",
+        sources=["vault_brain/native/_mdscan.c"],
+        depends=["vault_brain/native/_mdscan_kind.h"],
+        extra_compile_args=["-O2", "-std=c99"],
+        optional=True,
+    ),
     # e5's light query encoder and the one-shot vector scan without numpy (the forked
     # child of a one-shot search: embed/e5_native.py, index/sqlite/vecscan.py).
     # -ffp-contract=off: no fused multiply-add, so a cosine has the same bits on every CPU.
@@ -20,7 +31,7 @@ NATIVE: list[Extension] = [
     # parts, the ids' join and the rows' means, the same ids and vectors byte for byte
     # (numpy's order of sums; -ffp-contract=off as above).
     Extension(
-        "vault_brain._staticnative",
+        "vault_brain.native._staticnative",
         ["vault_brain/native/staticnative.c"],
         extra_compile_args=["-O3", "-std=c99", "-ffp-contract=off"],
         optional=True,

@@ -258,6 +258,7 @@ LEAVES = (
     "vault_brain.meter",
     "vault_brain.backlog",
     "vault_brain.progress",
+    "vault_brain.native",  # the optional compiled parts and their loader
 )
 
 

@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 
 import Stemmer
 
+from vault_brain.native import load
 from vault_brain.text.stopwords import STOPWORDS
 
 # Bump on any change to what analyze() produces: the index stores it and rebuilds on a
@@ -42,6 +43,8 @@ ANALYZER_VERSION = 1
 MAX_QUERY_TERMS = 32
 # Character n-grams (CJK, Thai) are many per word: a question gets more of them.
 MAX_QUERY_GRAMS = 96
+# The language detection's sample without code in C (vault_brain/native/_mdscan.c).
+_native = load("_mdscan")
 DETECT_CHARS = 2500  # the start of a note is enough to tell its language
 MIN_EVIDENCE = 0.03  # stopword hits per word below which a text shows no language
 
@@ -496,6 +499,13 @@ def script_counts(text: str, tokens: Iterable[str] | None = None) -> Counter[str
 
 
 def _detection_sample(text: str) -> str:
+    if _native is not None:  # the same sample (vault_brain/native/_mdscan.c)
+        return _native.detection_sample(text, DETECT_CHARS)
+    return detection_sample_py(text)
+
+
+def detection_sample_py(text: str) -> str:
+    """_detection_sample() in Python: the fallback, and the reference of the C one."""
     sample = text[: DETECT_CHARS * 2]
     for pattern, repl in _CODE:
         sample = pattern.sub(repl, sample)

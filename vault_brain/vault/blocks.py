@@ -12,6 +12,15 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
+from itertools import starmap
+
+from vault_brain.native import load
+
+# The same scan, masking and spans in C (vault_brain/native/_mdscan.c), built by
+# `pip install`; without it, or with VAULT_BRAIN_NATIVE=0, the Python below (the reference
+# the tests compare it with) runs. A cpp-docs pass's scan and masking: 1.36 -> 0.20 CPU-s
+# (docs/benchmarks.md, "The parse workers' per-character loops in C").
+_native = load("_mdscan")
 
 # A fence opens a code block: ``` or ~~~ (3 or more). Any indentation and blockquote
 # markers are accepted, so fences nested in list items and callouts count as code too.
@@ -45,6 +54,14 @@ class Blocks:
 def scan(body: str) -> Blocks:
     """Fenced code blocks and headings of a body. An unclosed fence runs to the end of the
     text, as in CommonMark; ```x``` on one line is an inline span, not a fence."""
+    if _native is not None:
+        fenced, headings = _native.scan(body)
+        return Blocks(tuple(fenced), tuple(starmap(Heading, headings)))
+    return scan_py(body)
+
+
+def scan_py(body: str) -> Blocks:
+    """scan() in Python: the fallback, and the reference of the C one."""
     fenced: list[tuple[int, int]] = []
     headings: list[Heading] = []
     fence_char, fence_len, fence_start = "", 0, 0
@@ -108,6 +125,13 @@ def mask_code(text: str, blocks: Blocks | None = None) -> str:
     """Blank out fenced code blocks and inline code spans, keeping length and newlines."""
     if blocks is None:
         blocks = scan(text)
+    if _native is not None:
+        return _native.mask_code(text, blocks.fenced)
+    return mask_code_py(text, blocks)
+
+
+def mask_code_py(text: str, blocks: Blocks) -> str:
+    """mask_code() in Python: the fallback, and the reference of the C one."""
     if blocks.fenced:
         parts, pos = [], 0
         for start, end in blocks.fenced:
@@ -126,7 +150,7 @@ def _blank(text: str) -> str:
 def _mask_code_spans(text: str) -> str:
     """Blank out inline code spans (see code_spans), keeping length and newlines."""
     parts, pos = [], 0
-    for start, _, _, end in code_spans(text):
+    for start, _, _, end in code_spans_py(text):
         parts += [text[pos:start], _blank(text[start:end])]
         pos = end
     return "".join(parts) + text[pos:]
@@ -140,6 +164,15 @@ def code_spans(text: str) -> list[tuple[int, int, int, int]]:
     its width) is found in one backward pass, so thousands of unmatched backticks cost no
     more than reading them.
     """
+    if "`" not in text:
+        return []
+    if _native is not None:
+        return _native.code_spans(text)
+    return code_spans_py(text)
+
+
+def code_spans_py(text: str) -> list[tuple[int, int, int, int]]:
+    """code_spans() in Python: the fallback, and the reference of the C one."""
     if "`" not in text:
         return []
     runs = list(map(_SPAN, _BACKTICKS.finditer(text)))

@@ -13,7 +13,7 @@ import unicodedata
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from vault_brain.vault.blocks import escaped, mask_code
+from vault_brain.vault.blocks import _native, escaped, mask_code
 
 
 @dataclass(frozen=True)
@@ -75,13 +75,35 @@ def _bang_start(masked: str, at: int) -> int:
 
 def _markdown_links(masked: str, folder: str) -> list[tuple[int, Link]]:
     """Markdown links whose target is a note in the vault (.md or no extension)."""
+    if _native is None:
+        return markdown_links_py(masked, folder)
+    # The same links (vault_brain/native/_mdscan.c): md_links finds them, note_links decides
+    # what _note_links would of each, but of a target with a '%' (unquote's).
     out = []
+    for item in _native.note_links(_native.md_links(masked), folder):
+        if len(item) == 5:
+            out.append((item[0], Link(*item[1:])))
+        else:
+            out += _note_links([item], folder)
+    return out
+
+
+def markdown_links_py(masked: str, folder: str) -> list[tuple[int, Link]]:
+    """_markdown_links() in Python: the fallback, and the reference of the C one."""
+    found = []
     for m in _MD_LINK.finditer(masked):
         start = _bang_start(masked, m.start())  # ![text](target)
-        embed = start < m.start()
-        if escaped(masked, start):
-            continue
-        raw = unquote(m.group("wrapped") or m.group("bare") or "")
+        if not escaped(masked, start):
+            raw = m.group("wrapped") or m.group("bare") or ""
+            found.append((start, start < m.start(), m.group("text"), raw))
+    return _note_links(found, folder)
+
+
+def _note_links(found: list[tuple[int, bool, str, str]], folder: str) -> list[tuple[int, Link]]:
+    """The links to notes among (start, embed, text, target) of Markdown links."""
+    out = []
+    for start, embed, text, target in found:
+        raw = unquote(target)
         if not raw or _SCHEME.match(raw) or raw.startswith(("#", "/")):
             continue
         raw, _, heading = raw.partition("#")
@@ -97,7 +119,7 @@ def _markdown_links(masked: str, folder: str) -> list[tuple[int, Link]]:
         target = raw.strip()
         if not target:
             continue
-        alias = m.group("text").strip() or None
+        alias = text.strip() or None
         out.append((start, Link(target, heading.strip() or None, alias, embed)))
     return out
 
