@@ -1,4 +1,4 @@
-"""e5's light query encoder in C (vault_brain/native/querynative.c), over the kept pack, without numpy.
+"""e5's light query encoder in C (vault_brain/native/querynative.c), without numpy.
 
 A one-shot CLI search answers its vector arm in a forked child (oneshot.py), whose chain is
 the search's critical path; numpy's import was ~50 ms of it, for the light encoder
