@@ -22,7 +22,7 @@ NATIVE: list[Extension] = [
     # child of a one-shot search: embed/e5_native.py, index/sqlite/vecscan.py).
     # -ffp-contract=off: no fused multiply-add, so a cosine has the same bits on every CPU.
     Extension(
-        "vault_brain._querynative",
+        "vault_brain.native.querynative",
         ["vault_brain/native/querynative.c"],
         extra_compile_args=["-O3", "-std=c99", "-ffp-contract=off"],
         optional=True,

@@ -309,13 +309,13 @@ def test_the_clis_default_search_never_imports_numpy_and_prints_the_same_bytes(v
 
 @pytest.mark.slow
 def test_with_the_c_module_the_forked_child_imports_no_numpy_either(vault):
-    """With vault_brain._querynative built, the child's e5 query vector and KNN need no
+    """With vault_brain.native.querynative built, the child's e5 query vector and KNN need no
     numpy: the child lists its modules (oneshot.REPORT_MODULES) once it has its answer;
     numpy is not among them, nor in the parent, and the child's KNN was the C scan. A
     small vault (under LARGE_NOTES notes), so the question's likeness to the bank of
     everyday questions counts too: the bank's kept vectors are read without numpy."""
     if native() is None:
-        pytest.skip("vault_brain._querynative is not built (pip install -e . builds it)")
+        pytest.skip("vault_brain.native.querynative is not built (pip install -e . builds it)")
     _indexed_default_vault(vault)
     assert len(list(vault.root.rglob("*.md"))) < LARGE_NOTES
     report = vault.root.parent / "child-modules.txt"
@@ -335,6 +335,6 @@ def test_with_the_c_module_the_forked_child_imports_no_numpy_either(vault):
         assert done.returncode == 0, done.stderr
         assert "numpy imported: False" in done.stderr
         child = set(report.read_text().split("\n"))
-        assert {"vault_brain._querynative", "vault_brain.index.sqlite.vecscan"} <= child
+        assert {"vault_brain.native.querynative", "vault_brain.index.sqlite.vecscan"} <= child
         assert not {m for m in child if m == "numpy" or m.startswith("numpy.")}
         assert json.loads(done.stdout)["vector_tier"] == "strong"

@@ -1,4 +1,4 @@
-"""The C module of the one-shot search's vector arm (vault_brain/_querynative, optional):
+"""The C module of the one-shot search's vector arm (vault_brain/native/querynative.c, optional):
 e5's light query encoder (embed/e5_native.py) against e5_query's numpy encoder, the graph
 and the exact model; its integer kernel (AVX2 and portable) against exact integer
 products; its k best and noise against matrix._best. Skipped where the module is not
@@ -17,7 +17,7 @@ from vault_brain.index.sqlite import matrix
 
 qn = native()
 pytestmark = pytest.mark.skipif(
-    qn is None, reason="vault_brain._querynative is not built (pip install -e . builds it)"
+    qn is None, reason="vault_brain.native.querynative is not built (pip install -e . builds it)"
 )
 
 QUESTIONS = [

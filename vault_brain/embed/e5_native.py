@@ -1,4 +1,4 @@
-"""e5's light query encoder in C (vault_brain/_querynative), over the kept pack, without numpy.
+"""e5's light query encoder in C (vault_brain/native/querynative.c), without numpy.
 
 A one-shot CLI search answers its vector arm in a forked child (oneshot.py), whose chain is
 the search's critical path; numpy's import was ~50 ms of it, for the light encoder
@@ -43,11 +43,9 @@ def native() -> Any:
     """The C module, or None where it is not built (or cannot read this byte order)."""
     if sys.byteorder != "little":
         return None
-    try:
-        from vault_brain import _querynative
-    except ImportError:
-        return None
-    return _querynative
+    from vault_brain.native import load
+
+    return load("querynative")
 
 
 def array_order(layers: int) -> list[str]:
@@ -92,7 +90,7 @@ def open_light(buffer: Any, weights_path: Path) -> tuple[E5Tokenizer, NativeEnco
     that file, RuntimeError when the C module is not built."""
     module = native()
     if module is None:
-        raise RuntimeError("vault_brain._querynative is not built")
+        raise RuntimeError("vault_brain.native.querynative is not built")
     meta, arrays = unpack(buffer)
     try:
         hidden, layers, heads, ffn, rows, positions, types, eps = meta["header"]

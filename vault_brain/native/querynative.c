@@ -1,4 +1,4 @@
-/* The one-shot search's vector arm without numpy (vault_brain/_querynative).
+/* The one-shot search's vector arm without numpy (vault_brain.native.querynative).
  *
  * A forked one-shot CLI search spent ~50 ms of its critical path importing numpy for
  * three small jobs: e5's light query encoder (embed/e5_query.py), the query's cosines
@@ -562,7 +562,7 @@ static PyMethodDef Encoder_methods[] = {
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject EncoderType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "vault_brain._querynative.Encoder",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "vault_brain.native.querynative.Encoder",
     .tp_basicsize = sizeof(Encoder),
     .tp_dealloc = (destructor)Encoder_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -922,11 +922,11 @@ static PyMethodDef module_methods[] = {
     {"keep_heap", keep_heap, METH_NOARGS, "free one untouched 4 MB block (glibc's threshold)"},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_querynative",
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "querynative",
                                     "e5's light query encoder and the vector scan in C.", -1,
                                     module_methods};
 
-PyMODINIT_FUNC PyInit__querynative(void)
+PyMODINIT_FUNC PyInit_querynative(void)
 {
 #ifdef HAVE_X86_DISPATCH
     __builtin_cpu_init();

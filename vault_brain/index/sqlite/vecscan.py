@@ -1,7 +1,7 @@
 """A one-shot process's KNN (matrix.scan) without numpy, where the C module is built.
 
 sqlite-vec's chunks of vectors are read one at a time as matrix.scan reads them; the C
-module (vault_brain/_querynative) scores each chunk's valid slots with the query and
+module (vault_brain/native/querynative.c) scores each chunk's valid slots with the query and
 picks the k best with the noise's two medians, as matrix._best does. Its cosines are the
 products matrix.slice_products takes when the module is built (a fixed order per row), so
 this answers what the resident's matrix answers, to the bit (tests/index/test_vecscan.py).
@@ -28,11 +28,9 @@ def native() -> Any:
     and the vectors are little-endian)."""
     if sys.byteorder != "little":
         return None
-    try:
-        from vault_brain import _querynative
-    except ImportError:
-        return None
-    return _querynative
+    from vault_brain.native import load
+
+    return load("querynative")
 
 
 def scan(
@@ -48,7 +46,7 @@ def scan(
     asks matrix.scan where `native()` is None)."""
     module = native()
     if module is None:
-        raise RuntimeError("vault_brain._querynative is not built")
+        raise RuntimeError("vault_brain.native.querynative is not built")
     _keep_blobs_in_the_heap(module)
     query = _float32(vector)
     width = len(query) // 4
