@@ -31,7 +31,7 @@ NATIVE: list[Extension] = [
     # parts, the ids' join and the rows' means, the same ids and vectors byte for byte
     # (numpy's order of sums; -ffp-contract=off as above).
     Extension(
-        "vault_brain.native._staticnative",
+        "vault_brain.native.staticnative",
         ["vault_brain/native/staticnative.c"],
         extra_compile_args=["-O3", "-std=c99", "-ffp-contract=off"],
         optional=True,

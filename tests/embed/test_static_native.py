@@ -15,7 +15,7 @@ from vault_brain.embed.local import BUNDLED_MODEL
 from vault_brain.embed.static import SMALL_BATCH, StaticModelFile
 from vault_brain.embed.static_native import STATIC
 
-pytestmark = pytest.mark.skipif(STATIC is None, reason="vault_brain.native._staticnative not built")
+pytestmark = pytest.mark.skipif(STATIC is None, reason="vault_brain.native.staticnative not built")
 
 
 def pair() -> tuple[StaticModelFile, StaticModelFile]:

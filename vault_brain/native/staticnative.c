@@ -1035,10 +1035,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_staticnative",
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "staticnative",
                                     "The instant tier's batch encode, compiled.", -1, methods};
 
-PyMODINIT_FUNC PyInit__staticnative(void) {
+PyMODINIT_FUNC PyInit_staticnative(void) {
     PyObject *m = PyModule_Create(&module);
     if (m != NULL && add_constants(m) < 0)
         Py_CLEAR(m);
