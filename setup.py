@@ -27,6 +27,15 @@ NATIVE: list[Extension] = [
         extra_compile_args=["-O3", "-std=c99", "-ffp-contract=off"],
         optional=True,
     ),
+    # The instant tier's batch encode (embed/piece_tokens.py, embed/static.py): pieces,
+    # parts, the ids' join and the rows' means, the same ids and vectors byte for byte
+    # (numpy's order of sums; -ffp-contract=off as above).
+    Extension(
+        "vault_brain.native.staticnative",
+        ["vault_brain/native/staticnative.c"],
+        extra_compile_args=["-O3", "-std=c99", "-ffp-contract=off"],
+        optional=True,
+    ),
 ]
 
 setup(ext_modules=NATIVE)

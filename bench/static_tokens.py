@@ -11,12 +11,14 @@ the start of each round. Per round, alternated, each with fresh models:
 
 - tokenizers: `encode_batch_fast` of the texts (the path before round 7: the model with its
   piece cache turned off);
-- pieces: the same ids from the cached pieces (StaticModelFile.token_ids);
-- vectors, tokenizers path and pieces path: the whole `encode` (ids, the unknown token's
-  drop, gathers and means).
+- pieces: the same ids from the cached pieces (StaticModelFile.token_ids), in Python;
+- compiled: the same through vault_brain/native/staticnative.c (round 10; left out where it
+  is not built);
+- vectors, each path: the whole `encode` (ids, the unknown token's drop, gathers and means;
+  the compiled path's means read the float16 rows).
 
-Every chunk's ids and every vector are compared between the two paths: the bench exits 1 on
-any difference.
+Every chunk's ids and every vector are compared with the tokenizers path's: the bench exits
+1 on any difference.
 """
 
 from __future__ import annotations
@@ -66,22 +68,27 @@ def chunk_batches(vault: Path) -> list[list[str]]:
     ]
 
 
-def models(count: int, cached: bool) -> list:
+PATHS = ("tokenizers", "pieces", "compiled")
+
+
+def models(count: int, path: str) -> list:
     from vault_brain.embed.local import BUNDLED_MODEL
     from vault_brain.embed.static import StaticModelFile
 
     out = []
     for _ in range(count):
         model = StaticModelFile.load(BUNDLED_MODEL)
-        if not cached:
+        if path != "compiled":
+            model.native = None  # numpy's gathers and the Python pieces
+        if path == "tokenizers":
             model._pieces = False  # noqa: SLF001 - the tokenizers path, as before round 7
         out.append(model)
     return out
 
 
-def timed(batches: list[list[str]], workers: int, cached: bool, what: str) -> tuple[float, list]:
+def timed(batches: list[list[str]], workers: int, path: str, what: str) -> tuple[float, list]:
     """CPU seconds of `what` ("ids" or "vectors") over all batches, and the results."""
-    pool = models(workers, cached)
+    pool = models(workers, path)
     start = time.process_time()
     out = []
     for n, batch in enumerate(batches):
@@ -107,24 +114,31 @@ def main(argv: list[str] | None = None) -> int:
         progress("chunking the vault")
         batches = [b for b in chunk_batches(vault) if b]
         chunks = sum(map(len, batches))
-        cpu: dict[str, list[float]] = {
-            k: [] for k in ("ids: tokenizers", "ids: pieces", "vectors: before", "vectors: now")
-        }
+        from vault_brain.embed.static_native import STATIC
+
+        paths = PATHS if STATIC is not None else PATHS[:2]
+        cpu: dict[str, list[float]] = {f"{w}: {p}": [] for w in ("ids", "vectors") for p in paths}
         differ = {"ids": 0, "vectors": 0}
+        ids: list = []
         for n in range(args.rounds):
             progress(f"round {n + 1}/{args.rounds}")
-            s, ref_ids = timed(batches, args.workers, False, "ids")
-            cpu["ids: tokenizers"].append(s)
-            s, ids = timed(batches, args.workers, True, "ids")
-            cpu["ids: pieces"].append(s)
-            s, ref_vectors = timed(batches, args.workers, False, "vectors")
-            cpu["vectors: before"].append(s)
-            s, vectors = timed(batches, args.workers, True, "vectors")
-            cpu["vectors: now"].append(s)
-            for (a, la), (b, lb) in zip(ids, ref_ids, strict=True):
-                differ["ids"] += int(not (np.array_equal(a, b) and np.array_equal(la, lb)))
-            for a, b in zip(vectors, ref_vectors, strict=True):
-                differ["vectors"] += int((a != b).any(axis=1).sum()) if a.shape == b.shape else 1
+            for what in ("ids", "vectors"):
+                ref = None
+                for path in paths:  # alternated, tokenizers (the reference) first
+                    s, got = timed(batches, args.workers, path, what)
+                    cpu[f"{what}: {path}"].append(s)
+                    if ref is None:
+                        ref = got
+                    elif what == "ids":
+                        for (a, la), (b, lb) in zip(got, ref, strict=True):
+                            same = np.array_equal(a, b) and np.array_equal(la, lb)
+                            differ["ids"] += int(not same)
+                    else:
+                        for a, b in zip(got, ref, strict=True):
+                            bad = int((a != b).any(axis=1).sum()) if a.shape == b.shape else 1
+                            differ["vectors"] += bad
+                    if what == "ids":
+                        ids = got
         tokens = int(sum(len(a) for a, _ in ids))
         med = {k: round(statistics.median(v), 3) for k, v in cpu.items()}
         record = {

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from vault_brain.embed.static_native import STATIC
+
 _DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64}
 DEFAULT_MAX_LENGTH = 512  # model2vec's default when the config names none
 SMALL_BATCH = 16  # up to this many texts, rows are widened as gathered (no table)
@@ -61,6 +63,7 @@ class StaticModelFile:
     max_chars: int | None
     _table: np.ndarray | None = None  # the float32 table, made for the first big batch
     _pieces: Any = None  # the big batches' token ids (PieceTokens), made for the first one
+    native: Any = STATIC  # the compiled kernels (embed/static_native.py), or None: numpy below
 
     @property
     def dim(self) -> int:
@@ -121,7 +124,9 @@ class StaticModelFile:
             if self._pieces is None:
                 from vault_brain.embed.piece_tokens import PieceTokens
 
-                self._pieces = PieceTokens.for_tokenizer(self.tokenizer, self.max_length) or False
+                self._pieces = (
+                    PieceTokens.for_tokenizer(self.tokenizer, self.max_length, self.native) or False
+                )
             if self._pieces:
                 return self._pieces.encode(texts)
         encodings = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
@@ -136,6 +141,12 @@ class StaticModelFile:
         # token is dropped by a mask, not by a Python loop over each token.
         ids, lengths = self.token_ids(texts)
         n = len(lengths)
+        table = self._native_table(n > SMALL_BATCH)
+        if table is not None:  # the same sums as below, row by row from 0.0, without gathers
+            out = np.empty((n, self.dim), dtype=np.float32)
+            unk = -1 if self.unk_id is None else self.unk_id
+            self.native.mean_rows(ids, lengths, table, unk, out)
+            return out
         if self.unk_id is not None:
             known = ids != self.unk_id
             if not known.all():
@@ -156,6 +167,20 @@ class StaticModelFile:
                 matrix = ids[starts[part, None] + np.arange(length)]
                 out[part] = self._rows(matrix, big).mean(axis=1)
         return out
+
+    def _native_table(self, big: bool) -> np.ndarray | None:
+        """The table the compiled means read: the stored one where it is float32, or float16
+        widened by the CPU (F16C); else the float32 one made for big batches. None: numpy."""
+        if self.native is None or not self.stored.dtype.isnative or self.dim < 2:
+            return None  # (numpy sums a single column pairwise, not row by row)
+        if self.stored.dtype == np.float32 or (
+            self.stored.dtype == np.float16 and self.native.fast_half()
+        ):
+            return self.stored
+        if big:
+            self._rows(np.zeros(0, dtype=np.int64), big)  # widens the table once
+            return self._table
+        return None
 
 
 def _unk_id(tokenizer: Any) -> int | None:
