@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.embed import test_e5_query
 from tests.index.sqlite.test_scan import fixed_order_products as fixed_order
 from vault_brain.embed.e5_native import native
 from vault_brain.index.sqlite import matrix
@@ -21,14 +22,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 QUESTIONS = [
-    "How do I sync my notes between devices?",
-    "Как синхронизировать заметки между устройствами?",
-    "如何在设备之间同步笔记？",
-    "デバイス間でノートを同期するには？",
-    "Wie synchronisiere ich meine Notizen zwischen Geräten?",
-    "¿Cómo sincronizo mis notas entre dispositivos?",
-    "كيف أزامن ملاحظاتي بين الأجهزة؟",
-    "lambda capture by reference",
+    *test_e5_query.QUESTIONS,
     "std::vector<int>::reserve vs resize — when?",
     "🦜 e\u0301te\u0301 ﬁ Ｆｕｌｌ",
     "a" * 600,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.embed.test_piece_tokens import ATOMS, assert_same_ids
+from tests.embed.test_piece_tokens import TEXTS, assert_same_ids
 from vault_brain.embed.local import BUNDLED_MODEL
 from vault_brain.embed.static import SMALL_BATCH, StaticModelFile
 from vault_brain.embed.static_native import STATIC
@@ -38,13 +38,6 @@ def assert_same(texts: list[str], native=NATIVE, python=PYTHON) -> None:
     assert native._pieces.native is not None and python._pieces.native is None
     # (the caches may differ: the compiled path keeps the pieces of a text before the one
     # holding an added token, the Python path none of that text's; their ids are the same)
-
-
-TEXTS = st.lists(
-    st.lists(st.sampled_from(ATOMS), max_size=40).map("".join),
-    min_size=SMALL_BATCH + 1,
-    max_size=40,
-)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

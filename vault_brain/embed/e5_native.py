@@ -14,15 +14,14 @@ every process that answers CLI searches takes this encoder when the module is bu
 
 from __future__ import annotations
 
-import json
 import math
 import mmap
-import sys
 from array import array
 from bisect import bisect_left, bisect_right
 from pathlib import Path
 from typing import Any
 
+from vault_brain.embed import e5_kept
 from vault_brain.embed.e5_tokenizer import (
     E5Tokenizer,
     Normalisation,
@@ -31,21 +30,15 @@ from vault_brain.embed.e5_tokenizer import (
 )
 from vault_brain.embed.e5_weights import BLOCK, Q4_BYTES, Header, Vocabulary
 
-_MAGIC = b"E5QK"  # e5_query.KEPT_MAGIC (not imported: e5_query imports numpy)
-_ALIGN = 64  # e5_query._ALIGN
-_FORMATS = {"<f4": "f", "|i1": "b", "|u1": "B", "<i8": "q", "<u8": "Q", "<i4": "i",
-            "<u4": "I", "<f8": "d"}  # fmt: skip
 _MATRICES = ("qkv", "ao", "fi", "fo")
 _PARTS = ("codes", "scale", "sums", "b")
 
 
 def native() -> Any:
     """The C module, or None where it is not built (or cannot read this byte order)."""
-    if sys.byteorder != "little":
-        return None
-    from vault_brain.native import load
+    from vault_brain.native import query_module
 
-    return load("querynative")
+    return query_module()
 
 
 def array_order(layers: int) -> list[str]:
@@ -62,26 +55,13 @@ def unpack(buffer: Any) -> tuple[dict[str, Any], dict[str, memoryview]]:
     """(meta, arrays) of a kept pack as e5_query.unpack reads it, each array a flat
     memoryview of `buffer` in its type (nothing copied). ValueError when it is not a
     whole pack."""
+    meta, entries = e5_kept.directory(buffer)
     view = memoryview(buffer).cast("B")
-    size = len(view)
-    if size < 8 or bytes(view[:4]) != _MAGIC:
-        raise ValueError("not a kept query file")
-    n = int.from_bytes(view[4:8], "little")
-    try:
-        head = json.loads(bytes(view[8 : 8 + n]))
-        start = -(-(8 + n) // _ALIGN) * _ALIGN
-        if start + int(head["bytes"]) != size:
-            raise ValueError("the kept query file has the wrong size")
-        arrays = {}
-        for name, (offset, dtype, shape) in head["arrays"].items():
-            fmt = _FORMATS[dtype]
-            nbytes = math.prod(shape) * array(fmt).itemsize
-            if offset < 0 or start + offset + nbytes > size:
-                raise ValueError(f"{name} lies outside the kept query file")
-            arrays[name] = view[start + offset : start + offset + nbytes].cast(fmt)
-        return head["meta"], arrays
-    except (KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"the kept query file's directory is malformed: {exc}") from exc
+    arrays = {}
+    for name, (offset, dtype, shape) in entries.items():
+        fmt = e5_kept.FORMATS[dtype]
+        arrays[name] = view[offset : offset + math.prod(shape) * array(fmt).itemsize].cast(fmt)
+    return meta, arrays
 
 
 def open_light(buffer: Any, weights_path: Path) -> tuple[E5Tokenizer, NativeEncoder]:
@@ -93,14 +73,7 @@ def open_light(buffer: Any, weights_path: Path) -> tuple[E5Tokenizer, NativeEnco
         raise RuntimeError("vault_brain.native.querynative is not built")
     meta, arrays = unpack(buffer)
     try:
-        hidden, layers, heads, ffn, rows, positions, types, eps = meta["header"]
-        h = Header(int(hidden), int(layers), int(heads), int(ffn), int(rows), int(positions),
-                   int(types), float(eps))  # fmt: skip
-        bos, eos, pad, unk = (int(x) for x in meta["specials"])
-        word_offset, word_bytes = (int(x) for x in meta["words"])
-        weights_bytes = int(meta["weights_bytes"])
-        if h.hidden <= 0 or h.hidden % BLOCK or h.heads <= 0 or h.hidden % h.heads:
-            raise ValueError("the kept query file's header is implausible")
+        h, (bos, eos, pad, unk), (word_offset, word_bytes), weights_bytes = e5_kept.header(meta)
         with open(weights_path, "rb") as fh:
             mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         if len(mapped) != weights_bytes or word_bytes != Q4_BYTES * h.vocab_rows * (

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from vault_brain.embed import e5_kept
 from vault_brain.embed.e5_weights import Q4_BYTES, Header, Vocabulary, dequantise, q4_block
 
 if TYPE_CHECKING:
@@ -50,8 +51,6 @@ if TYPE_CHECKING:
 # Terms per float32 partial sum: 768 · 128 · 127 < 2^24, so each one is exact.
 _SPLIT = 768
 MATRICES = ("qkv", "ao", "fi", "fo")
-KEPT_MAGIC = b"E5QK"  # the kept file's first bytes
-_ALIGN = 64  # every array of the kept file starts at a multiple of this
 
 
 def _shapes(h: Header) -> dict[str, tuple[int, int]]:
@@ -128,25 +127,21 @@ def encoder_arrays(weights: E5Weights) -> dict[str, np.ndarray]:
 # --- the kept file ------------------------------------------------------------------------
 
 
-def _aligned(n: int) -> int:
-    return -(-n // _ALIGN) * _ALIGN
-
-
 def pack(arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> np.ndarray:
-    """One buffer (uint8) holding `arrays` and `meta`: KEPT_MAGIC, the directory's length
-    (u32), the directory (JSON: meta, and each array's offset, dtype and shape), then the
-    arrays, each aligned. Filled in place: no second copy of the codes."""
+    """One buffer (uint8) holding `arrays` and `meta` in e5_kept's layout: its magic, the
+    directory's length (u32), the directory (JSON: meta, and each array's offset, dtype and
+    shape), then the arrays, each aligned. Filled in place: no second copy of the codes."""
     directory: dict[str, list[Any]] = {}
     at = 0
     for name, a in arrays.items():
         if a.dtype.byteorder == ">":
             raise ValueError(f"{name}: big-endian arrays are not kept")
         directory[name] = [at, a.dtype.str, list(a.shape)]
-        at = _aligned(at + a.nbytes)
+        at = e5_kept.aligned(at + a.nbytes)
     head = json.dumps({"meta": meta, "arrays": directory, "bytes": at}).encode()
-    start = _aligned(8 + len(head))
+    start = e5_kept.aligned(8 + len(head))
     out = np.zeros(start + at, dtype=np.uint8)
-    out[:4] = np.frombuffer(KEPT_MAGIC, dtype=np.uint8)
+    out[:4] = np.frombuffer(e5_kept.KEPT_MAGIC, dtype=np.uint8)
     out[4:8] = np.frombuffer(len(head).to_bytes(4, "little"), dtype=np.uint8)
     out[8 : 8 + len(head)] = np.frombuffer(head, dtype=np.uint8)
     for name, a in arrays.items():
@@ -158,25 +153,12 @@ def pack(arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> np.ndarray:
 def unpack(buffer: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """(meta, arrays) of a pack: views of `buffer`, nothing copied. ValueError when it is
     not a whole pack (another file, a truncated one, one with bytes added)."""
-    size = len(buffer)
-    if size < 8 or bytes(buffer[:4]) != KEPT_MAGIC:
-        raise ValueError("not a kept query file")
-    n = int.from_bytes(bytes(buffer[4:8]), "little")
-    try:
-        head = json.loads(bytes(buffer[8 : 8 + n]))
-        start = _aligned(8 + n)
-        if start + int(head["bytes"]) != size:
-            raise ValueError("the kept query file has the wrong size")
-        arrays = {}
-        for name, (offset, dtype, shape) in head["arrays"].items():
-            dt = np.dtype(dtype)
-            count = math.prod(shape)
-            if offset < 0 or start + offset + count * dt.itemsize > size:
-                raise ValueError(f"{name} lies outside the kept query file")
-            arrays[name] = np.frombuffer(buffer, dt, count, start + offset).reshape(shape)
-        return head["meta"], arrays
-    except (KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"the kept query file's directory is malformed: {exc}") from exc
+    meta, entries = e5_kept.directory(buffer)
+    arrays = {
+        name: np.frombuffer(buffer, np.dtype(dtype), math.prod(shape), offset).reshape(shape)
+        for name, (offset, dtype, shape) in entries.items()
+    }
+    return meta, arrays
 
 
 def light_pack(weights: E5Weights) -> np.ndarray:
@@ -225,14 +207,7 @@ def _open_light(
 ) -> tuple[E5Tokenizer, QueryEncoder]:
     from vault_brain.embed.e5_tokenizer import E5Tokenizer, KeptUnigram, Normalisation
 
-    hidden, layers, heads, ffn, rows, positions, types, eps = meta["header"]
-    h = Header(int(hidden), int(layers), int(heads), int(ffn), int(rows), int(positions),
-               int(types), float(eps))  # fmt: skip
-    bos, eos, pad, unk = (int(x) for x in meta["specials"])
-    word_offset, word_bytes = (int(x) for x in meta["words"])
-    weights_bytes = int(meta["weights_bytes"])
-    if h.hidden <= 0 or h.hidden % 32 or h.heads <= 0 or h.hidden % h.heads or h.vocab_rows <= 0:
-        raise ValueError("the kept query file's header is implausible")
+    h, (bos, eos, pad, unk), (word_offset, word_bytes), weights_bytes = e5_kept.header(meta)
     blocks = h.hidden // 32
     with open(weights_path, "rb") as fh:
         mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)

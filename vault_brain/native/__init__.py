@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from types import ModuleType
 
 
@@ -17,3 +18,9 @@ def load(name: str) -> ModuleType | None:
         return importlib.import_module(f"vault_brain.native.{name}")
     except ImportError:
         return None
+
+
+def query_module() -> ModuleType | None:
+    """The one-shot search's module (e5's query encoder, the vector scan), where it can read
+    its buffers: the kept pack and sqlite-vec's vectors are little-endian."""
+    return load("querynative") if sys.byteorder == "little" else None

@@ -11,7 +11,6 @@ search, round 10"). Without the module, the store asks matrix.scan.
 
 from __future__ import annotations
 
-import sys
 from array import array
 from typing import TYPE_CHECKING, Any
 
@@ -26,11 +25,9 @@ MAX_ROWS = 400_000  # matrix.MAX_ROWS (not imported: matrix imports numpy)
 def native() -> Any:
     """The C module, or None where it is not built (or the host is big-endian: sqlite-vec
     and the vectors are little-endian)."""
-    if sys.byteorder != "little":
-        return None
-    from vault_brain.native import load
+    from vault_brain.native import query_module
 
-    return load("querynative")
+    return query_module()
 
 
 def scan(
