@@ -59,7 +59,7 @@ COSINE_SCALE = (0.845, 0.08)
 GRAPH_PREFIX = "e5-graph-"  # the built graph, kept in the user's cache for the next process
 QUERY_PREFIX = "e5-query-"  # e5_query's weights and tokenizer tables, kept there too
 LIGHT_SUFFIX = ".pack"  # (older versions kept float32 codes alone, as .f32: replaced)
-_LIGHT_CODE = ("e5_query", "e5_tokenizer", "e5_weights", "e5_graph")  # what makes the pack
+_LIGHT_CODE = ("e5_query", "e5_kept", "e5_tokenizer", "e5_weights", "e5_graph")  # makes the pack
 # At most this many queries at once go through e5_query: a search's one; a batch (the
 # calibration bank's 440 questions) runs faster in the graph.
 LIGHT_TEXTS = 16
