@@ -166,22 +166,40 @@ static Py_ssize_t piece_end(const uint8_t *s, Py_ssize_t i, Py_ssize_t n) {
 
 /* ------------------------------------------------------------------ hashing */
 
+static inline uint32_t load32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static inline uint64_t load64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* The first min(n, 8) bytes of p as one word, read without a variable-length copy: for
+ * n < 8 from overlapping loads that together cover every byte (so, with n, the word still
+ * tells the bytes apart). */
+static inline uint64_t head_of(const uint8_t *p, Py_ssize_t n) {
+    if (n >= 8)
+        return load64(p);
+    if (n >= 4)
+        return (uint64_t)load32(p) | ((uint64_t)load32(p + n - 4) << 32);
+    return (uint64_t)p[0] | ((uint64_t)p[n / 2] << 8) | ((uint64_t)p[n - 1] << 16);
+}
+
 static inline uint64_t hash_bytes(const uint8_t *p, Py_ssize_t n) {
     uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0xC2B2AE3D27D4EB4FULL);
-    while (n >= 8) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        h = (h ^ v) * 0xBF58476D1CE4E5B9ULL;
+    Py_ssize_t left = n;
+    while (left > 8) {
+        h = (h ^ load64(p)) * 0xBF58476D1CE4E5B9ULL;
         h ^= h >> 31;
         p += 8;
-        n -= 8;
+        left -= 8;
     }
-    if (n) {
-        uint64_t v = 0;
-        memcpy(&v, p, (size_t)n);
-        h = (h ^ v) * 0x94D049BB133111EBULL;
-        h ^= h >> 29;
-    }
+    h = (h ^ head_of(p, left)) * 0x94D049BB133111EBULL; /* the last 1-8 bytes */
+    h ^= h >> 29;
     h *= 0xD6E8FEB86659FD93ULL;
     h ^= h >> 32;
     return h;
@@ -214,20 +232,13 @@ static uint32_t *vocab_offsets; /* rank -> offset in vocab_bytes; rank + 1 -> it
 static Slot *vocab_table;
 static uint32_t vocab_size;
 
-static inline uint64_t head_of(const uint8_t *p, Py_ssize_t n) {
-    uint64_t v = 0;
-    memcpy(&v, p, n < 8 ? (size_t)n : 8);
-    return v;
-}
-
 static inline uint32_t check_of(uint64_t h, Py_ssize_t n) {
     return ((uint32_t)(h >> 40) << 8) | (uint32_t)n;
 }
 
-static inline uint32_t rank_of(const uint8_t *p, Py_ssize_t n) {
-    if (n > MAX_TOKEN)
-        return NO_RANK;
-    uint64_t h = hash_bytes(p, n), head = head_of(p, n);
+/* The rank of p[0:n] (n <= MAX_TOKEN) whose hash_bytes is h, or NO_RANK. */
+static inline uint32_t rank_hashed(const uint8_t *p, Py_ssize_t n, uint64_t h) {
+    uint64_t head = head_of(p, n);
     uint32_t check = check_of(h, n), slot = (uint32_t)h & (VOCAB_SLOTS - 1);
     for (;; slot = (slot + 1) & (VOCAB_SLOTS - 1)) {
         const Slot *e = &vocab_table[slot];
@@ -237,6 +248,10 @@ static inline uint32_t rank_of(const uint8_t *p, Py_ssize_t n) {
             (n <= 8 || same(vocab_bytes + vocab_offsets[e->rank] + 8, p + 8, n - 8)))
             return e->rank;
     }
+}
+
+static inline uint32_t rank_of(const uint8_t *p, Py_ssize_t n) {
+    return n > MAX_TOKEN ? NO_RANK : rank_hashed(p, n, hash_bytes(p, n));
 }
 
 static int b64_value(uint8_t c) {
@@ -483,45 +498,70 @@ static Py_ssize_t merge(const uint8_t *p, Py_ssize_t n, uint8_t *out) {
 
 /* The tokens' lengths of s[0:n] into out (room for n), or only their number (out NULL).
  * Returns the number of tokens, or -1 with an exception set. */
+#if defined(__GNUC__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)0)
+#endif
+
+#define BATCH 64
+
 static Py_ssize_t encode(const uint8_t *s, Py_ssize_t n, uint8_t *out) {
     uint8_t scratch[256];
-    Py_ssize_t tokens = 0;
-    for (Py_ssize_t i = 0, e; i < n; i = e) {
-        e = piece_end(s, i, n);
-        Py_ssize_t len = e - i;
-        if (len == 1 || rank_of(s + i, len) != NO_RANK) {
-            if (out)
-                out[tokens] = (uint8_t)len;
-            tokens++;
-            continue;
-        }
-        if (len > CACHE_MAX_KEY) {
-            uint8_t *dest = out ? out + tokens : NULL;
-            uint8_t *tmp = NULL;
-            if (dest == NULL && (dest = tmp = PyMem_Malloc((size_t)len)) == NULL) {
-                PyErr_NoMemory();
-                return -1;
+    Py_ssize_t tokens = 0, ends[BATCH];
+    uint64_t hashes[BATCH];
+    for (Py_ssize_t i = 0; i < n;) {
+        /* A batch of pieces first, their vocabulary slots prefetched: the lookups below
+         * find them in the CPU's cache instead of each waiting for memory in turn. */
+        int batch = 0;
+        for (Py_ssize_t p = i; batch < BATCH && p < n; batch++) {
+            Py_ssize_t e = piece_end(s, p, n);
+            ends[batch] = e;
+            if (e - p > 1 && e - p <= MAX_TOKEN) {
+                uint64_t h = hash_bytes(s + p, e - p);
+                hashes[batch] = h;
+                PREFETCH(&vocab_table[(uint32_t)h & (VOCAB_SLOTS - 1)]);
+                if (cache != NULL)
+                    PREFETCH(&cache[(uint32_t)h & (CACHE_SLOTS - 1)]);
             }
-            Py_ssize_t k = merge(s + i, len, dest);
-            PyMem_Free(tmp);
-            if (k < 0)
-                return -1;
+            p = e;
+        }
+        for (int b = 0; b < batch; i = ends[b++]) {
+            Py_ssize_t len = ends[b] - i;
+            if (len == 1 || (len <= MAX_TOKEN && rank_hashed(s + i, len, hashes[b]) != NO_RANK)) {
+                if (out)
+                    out[tokens] = (uint8_t)len;
+                tokens++;
+                continue;
+            }
+            if (len > CACHE_MAX_KEY) {
+                uint8_t *dest = out ? out + tokens : NULL;
+                uint8_t *tmp = NULL;
+                if (dest == NULL && (dest = tmp = PyMem_Malloc((size_t)len)) == NULL) {
+                    PyErr_NoMemory();
+                    return -1;
+                }
+                Py_ssize_t k = merge(s + i, len, dest);
+                PyMem_Free(tmp);
+                if (k < 0)
+                    return -1;
+                tokens += k;
+                continue;
+            }
+            uint64_t h = len <= MAX_TOKEN ? hashes[b] : hash_bytes(s + i, len);
+            int k;
+            const uint8_t *known = cache_get(s + i, len, h, &k);
+            if (known == NULL) {
+                k = (int)merge(s + i, len, scratch);
+                if (k < 0)
+                    return -1;
+                cache_put(s + i, len, h, scratch, k);
+                known = scratch;
+            }
+            if (out)
+                memcpy(out + tokens, known, (size_t)k);
             tokens += k;
-            continue;
         }
-        uint64_t h = hash_bytes(s + i, len);
-        int k;
-        const uint8_t *known = cache_get(s + i, len, h, &k);
-        if (known == NULL) {
-            k = (int)merge(s + i, len, scratch);
-            if (k < 0)
-                return -1;
-            cache_put(s + i, len, h, scratch, k);
-            known = scratch;
-        }
-        if (out)
-            memcpy(out + tokens, known, (size_t)k);
-        tokens += k;
     }
     return tokens;
 }
