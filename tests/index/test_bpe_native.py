@@ -226,8 +226,10 @@ def test_any_text_encodes_as_tiktoken(loaded, tiktoken_cl100k, text: str) -> Non
 
 
 def test_long_pieces_merge_as_rs_bpe(loaded, rs_bpe):
-    """Pieces longer than the piece cache takes, of one letter, of mixed ones, of CJK."""
+    """Pieces that merge through the heap (over 128 bytes) and that the piece cache does
+    not keep (over 255): of one letter, of mixed ones, of CJK, a run of 100k letters."""
     for text in (
+        "ACGT" * 25_000,
         "a" * 5000,
         "ab" * 300,
         "x" + "é" * 400,
@@ -237,6 +239,17 @@ def test_long_pieces_merge_as_rs_bpe(loaded, rs_bpe):
         "\n" * 700 + " " * 700,
     ):
         _same_as_rs_bpe(loaded, rs_bpe, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["ACGT", "ab", "abcdefghijklmnopqrstuvwxyz", "aé漢ж", "ABCabc"]),
+    st.integers(100, 3000),
+    st.randoms(use_true_random=False),
+)
+def test_long_letter_runs_merge_as_rs_bpe(loaded, rs_bpe, letters, size, rnd) -> None:
+    """One piece of many letters: the heap's merge order against rs-bpe's encoding."""
+    _same_as_rs_bpe(loaded, rs_bpe, "".join(rnd.choice(letters) for _ in range(size)))
 
 
 @settings(max_examples=200, deadline=None)

@@ -446,22 +446,98 @@ static void cache_put(const uint8_t *p, Py_ssize_t n, uint64_t h, const uint8_t 
 
 /* ------------------------------------------------------------------ byte-pair merge */
 
-/* tiktoken's _byte_pair_merge over a piece of n >= 2 bytes: parts start at pos[], rank[k]
+#ifndef LONG_PIECE /* (-DLONG_PIECE=1: every piece through the heap, to test it) */
+#define LONG_PIECE 128 /* from here on a piece merges through a heap */
+#endif
+#define GONE 0xFFFFFFFEu /* cur[] of a part merged into the one before it */
+
+static void heap_push(uint64_t *heap, Py_ssize_t *size, uint64_t v) {
+    Py_ssize_t i = (*size)++;
+    while (i > 0 && heap[(i - 1) / 2] > v) {
+        heap[i] = heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    heap[i] = v;
+}
+
+static uint64_t heap_pop(uint64_t *heap, Py_ssize_t *size) {
+    uint64_t top = heap[0], last = heap[--*size];
+    Py_ssize_t i = 0, n = *size;
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && heap[c + 1] < heap[c])
+            c++;
+        if (heap[c] >= last)
+            break;
+        heap[i] = heap[c];
+        i = c;
+    }
+    if (n > 0)
+        heap[i] = last;
+    return top;
+}
+
+/* The same merge as merge()'s in O(n log n) for long pieces (a run of 100k letters
+ * would take minutes in the quadratic one): parts are a linked list named by their first
+ * byte, the pairs' (rank, position) in a heap, the lowest first, so the lowest rank and
+ * the leftmost of equal ones as tiktoken takes them. Entries whose pair has changed since
+ * are skipped (cur[] holds each part's pair's rank now). */
+static Py_ssize_t merge_long(const uint8_t *p, Py_ssize_t n, uint8_t *out) {
+    uint32_t *next = PyMem_Malloc(((size_t)n + 1) * sizeof(uint32_t));
+    uint32_t *prev = PyMem_Malloc(((size_t)n + 1) * sizeof(uint32_t));
+    uint32_t *cur = PyMem_Malloc(((size_t)n + 1) * sizeof(uint32_t));
+    uint64_t *heap = PyMem_Malloc(((size_t)n * 3 + 1) * sizeof(uint64_t));
+    Py_ssize_t size = 0, tokens = 0;
+    if (next == NULL || prev == NULL || cur == NULL || heap == NULL) {
+        tokens = -1;
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k <= n; k++) {
+        next[k] = (uint32_t)(k + 1);
+        prev[k] = (uint32_t)(k - 1);
+        cur[k] = k + 1 < n ? rank_of(p + k, 2) : NO_RANK;
+        if (cur[k] != NO_RANK)
+            heap_push(heap, &size, ((uint64_t)cur[k] << 32) | (uint64_t)k);
+    }
+    while (size > 0) {
+        uint64_t top = heap_pop(heap, &size);
+        uint32_t k = (uint32_t)top, rank = (uint32_t)(top >> 32);
+        if (cur[k] != rank)
+            continue; /* stale */
+        uint32_t gone = next[k], after = next[gone];
+        cur[gone] = GONE;
+        next[k] = after;
+        prev[after] = k;
+        if (k > 0) { /* the pair before: its part and this one, now longer */
+            uint32_t before = prev[k];
+            cur[before] = rank_of(p + before, after - before);
+            if (cur[before] != NO_RANK)
+                heap_push(heap, &size, ((uint64_t)cur[before] << 32) | before);
+        }
+        cur[k] = after < n ? rank_of(p + k, next[after] - k) : NO_RANK;
+        if (cur[k] != NO_RANK)
+            heap_push(heap, &size, ((uint64_t)cur[k] << 32) | k);
+    }
+    for (uint32_t k = 0; k < (uint32_t)n; k = next[k])
+        out[tokens++] = (uint8_t)(next[k] - k);
+done:
+    PyMem_Free(next);
+    PyMem_Free(prev);
+    PyMem_Free(cur);
+    PyMem_Free(heap);
+    return tokens;
+}
+
+/* tiktoken's _byte_pair_merge over a piece of 2 <= n bytes: parts start at pos[], rank[k]
  * is the rank of parts k and k+1 joined; the lowest rank merges first, the leftmost of
  * equal ones. Writes the tokens' lengths to out; returns their number, or -1 (no memory). */
 static Py_ssize_t merge(const uint8_t *p, Py_ssize_t n, uint8_t *out) {
-    uint32_t pos_stack[258], rank_stack[258];
-    uint32_t *pos = pos_stack, *rank = rank_stack;
-    if (n + 1 > 258) {
-        pos = PyMem_Malloc(((size_t)n + 1) * sizeof(uint32_t));
-        rank = PyMem_Malloc(((size_t)n + 1) * sizeof(uint32_t));
-        if (pos == NULL || rank == NULL) {
-            PyMem_Free(pos);
-            PyMem_Free(rank);
-            PyErr_NoMemory();
-            return -1;
-        }
-    }
+    if (n > LONG_PIECE)
+        return merge_long(p, n, out);
+    uint32_t pos[LONG_PIECE + 1], rank[LONG_PIECE + 1];
     for (Py_ssize_t k = 0; k <= n; k++) {
         pos[k] = (uint32_t)k;
         rank[k] = k + 1 < n ? rank_of(p + k, 2) : NO_RANK;
@@ -487,10 +563,6 @@ static Py_ssize_t merge(const uint8_t *p, Py_ssize_t n, uint8_t *out) {
     }
     for (Py_ssize_t k = 0; k + 1 < m; k++)
         out[k] = (uint8_t)(pos[k + 1] - pos[k]);
-    if (pos != pos_stack) {
-        PyMem_Free(pos);
-        PyMem_Free(rank);
-    }
     return m - 1;
 }
 
