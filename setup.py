@@ -36,6 +36,15 @@ NATIVE: list[Extension] = [
         extra_compile_args=["-O3", "-std=c99", "-ffp-contract=off"],
         optional=True,
     ),
+    # cl100k_base token counts and token byte lengths for the chunker (index/chunking.py),
+    # the same as rs-bpe's encode token for token: the pre-tokeniser and the byte-pair merge.
+    Extension(
+        "vault_brain.native.bpenative",
+        ["vault_brain/native/bpenative.c"],
+        depends=["vault_brain/native/bpenative_classes.h"],
+        extra_compile_args=["-O2", "-std=c99"],
+        optional=True,
+    ),
 ]
 
 setup(ext_modules=NATIVE)

@@ -12,7 +12,8 @@ time.process_time, so a stage's figure holds its own work only:
 - parse body: the rest of parse_note (blocks, code masking, tags, links, lead, hashes):
   parse_note's time less the frontmatter stage's;
 - lang: the `lang:` key (frontmatter_language) and language detection (note_language);
-- token counts: cl100k ids of every section, as chunk_note encodes them;
+- token counts: cl100k tokens of every section, as chunk_note encodes them (ids, or their
+  byte lengths with the C encoder: load_cpu_s names the library);
 - chunking: the cut into windows (chunk_note's time less the token counts);
 - analysis: the full-text terms build_rows makes (title, tags, each distinct heading path,
   each chunk's body and the note's from the chunks' pieces: index/prepare.py);
@@ -85,7 +86,11 @@ def measure(vault: Path, notes: int, vectors: bool) -> dict:
         files = files[:notes]
     start = time.process_time()
     encoder = chunking._encoder()
-    load = {"tokenizer": round(time.process_time() - start, 3), "encoder": encoder.name}
+    load = {
+        "tokenizer": round(time.process_time() - start, 3),
+        "encoder": encoder.name,
+        "library": encoder.library,
+    }
     c = settings.chunk
     follow = settings.vault.follow_outside
     cpu: dict[str, float] = {}

