@@ -1,0 +1,757 @@
+/* vault_brain.native.textnative: text/analysis.py's per-word loops in C.
+ *
+ * analyze() of a text without CJK, no-space scripts or combining marks (text/analysis.py's
+ * "slow" class) is: its words (runs of str.isalnum() characters, as the `re` pattern
+ * [^\W_]+ and the ASCII translate-and-split find them), each word's indexed form, the
+ * non-empty forms joined with a space. Python did that with one str object, one dict
+ * look-up and one list slot per word: ~6 million words on cpp-docs. Here the words are
+ * hashed from the text's own code units and looked up in a word -> form table held by the
+ * Forms object; a word never seen calls the Python form() (stopwords, PyStemmer), so the
+ * forms are Python's by construction. The language detection's word counts (its sample's
+ * words, the distinct ones, each language's stopword hits) come from one such walk too
+ * (Vocab.count).
+ *
+ * Both return None for a text that holds a character of the slow class: the Python path
+ * (the `regex` module's Unicode classes, grapheme clusters) answers for those. ASCII A-Z
+ * are lowered here, so an ASCII text need not be lowered first (str.lower() of an ASCII
+ * str is exactly that); any other text must come _normalize()d.
+ *
+ * The GIL is held throughout; form() may release it, so no pointer into a table is kept
+ * across that call (another thread may grow or clear the table meanwhile).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- the slow class: code points the Python path must split ------------------------ */
+
+typedef struct {
+    uint8_t bmp[0x10000 / 8];
+    Py_UCS4 (*astral)[2]; /* ranges above the BMP */
+    Py_ssize_t nastral;
+} Slow;
+
+static void slow_set(Slow *s, Py_UCS4 lo, Py_UCS4 hi)
+{
+    for (Py_UCS4 c = lo; c <= hi && c < 0x10000; c++)
+        s->bmp[c >> 3] |= (uint8_t)(1u << (c & 7));
+}
+
+/* A regex character class's body with no escapes (what text/analysis.py's _SLOW_CLASS
+ * holds): single characters and "a-b" ranges. */
+static int slow_parse(Slow *s, PyObject *cls)
+{
+    if (!PyUnicode_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "the slow class must be a str");
+        return -1;
+    }
+    memset(s->bmp, 0, sizeof s->bmp);
+    s->astral = NULL;
+    s->nastral = 0;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(cls);
+    int kind = PyUnicode_KIND(cls);
+    const void *data = PyUnicode_DATA(cls);
+    for (Py_ssize_t i = 0; i < n;) {
+        Py_UCS4 lo = PyUnicode_READ(kind, data, i), hi = lo;
+        if (i + 2 < n && PyUnicode_READ(kind, data, i + 1) == '-') {
+            hi = PyUnicode_READ(kind, data, i + 2);
+            i += 3;
+        } else {
+            i += 1;
+        }
+        if (hi < lo) {
+            PyErr_SetString(PyExc_ValueError, "a bad range in the slow class");
+            return -1;
+        }
+        slow_set(s, lo, hi);
+        if (hi >= 0x10000) {
+            Py_UCS4(*p)[2] = PyMem_Realloc(s->astral, (size_t)(s->nastral + 1) * sizeof *p);
+            if (p == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            s->astral = p;
+            p[s->nastral][0] = lo < 0x10000 ? 0x10000 : lo;
+            p[s->nastral][1] = hi;
+            s->nastral++;
+        }
+    }
+    return 0;
+}
+
+static inline int slow_has(const Slow *s, Py_UCS4 c)
+{
+    if (c < 0x10000)
+        return (s->bmp[c >> 3] >> (c & 7)) & 1;
+    for (Py_ssize_t i = 0; i < s->nastral; i++)
+        if (c >= s->astral[i][0] && c <= s->astral[i][1])
+            return 1;
+    return 0;
+}
+
+/* ASCII letters and digits (str.isalnum() of an ASCII character). */
+static uint8_t ascii_alnum[128];
+static uint8_t ascii_lower[128];
+
+static void ascii_tables(void)
+{
+    for (int c = 0; c < 128; c++) {
+        ascii_alnum[c] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+        ascii_lower[c] = (uint8_t)((c >= 'A' && c <= 'Z') ? c + 32 : c);
+    }
+}
+
+/* --- byte buffers ------------------------------------------------------------------- */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, size_t more)
+{
+    if (b->len + more <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + more)
+        cap *= 2;
+    char *p = PyMem_Realloc(b->p, cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static inline int buf_add(Buf *b, const char *s, size_t n)
+{
+    if (buf_reserve(b, n) < 0)
+        return -1;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    return 0;
+}
+
+/* UTF-8 of one code point (no surrogates reach here: they are not alphanumeric). */
+static inline size_t utf8_put(char *o, Py_UCS4 c)
+{
+    if (c < 0x80) {
+        o[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        o[0] = (char)(0xC0 | (c >> 6));
+        o[1] = (char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        o[0] = (char)(0xE0 | (c >> 12));
+        o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | (c >> 18));
+    o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+    o[3] = (char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+static inline uint64_t hash_bytes(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) {
+        h ^= (uint8_t)s[i];
+        h *= 1099511628211ULL;
+    }
+    return h ^ (h >> 29);
+}
+
+/* --- a table of UTF-8 keys ------------------------------------------------------------ */
+
+typedef struct {
+    uint64_t hash;
+    size_t key, klen; /* the key's bytes in the arena */
+    size_t val, vlen; /* Forms: the form's bytes in the arena */
+    Py_ssize_t count; /* Vocab.count: the word's count */
+    uint64_t bits;    /* Vocab: the stopword's languages (0: not one of two letters or more) */
+} Entry;
+
+typedef struct {
+    uint32_t *slots; /* index + 1 into entries, 0: empty */
+    size_t mask;
+    Entry *entries;
+    size_t used, cap;
+    Buf arena;
+} Table;
+
+static int table_init(Table *t, size_t slots)
+{
+    size_t n = 16;
+    while (n < slots)
+        n *= 2;
+    t->slots = PyMem_Calloc(n, sizeof(uint32_t));
+    if (t->slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    t->mask = n - 1;
+    t->entries = NULL;
+    t->used = t->cap = 0;
+    t->arena = (Buf){NULL, 0, 0};
+    return 0;
+}
+
+static void table_free(Table *t)
+{
+    PyMem_Free(t->slots);
+    PyMem_Free(t->entries);
+    PyMem_Free(t->arena.p);
+    t->slots = NULL;
+    t->entries = NULL;
+    t->arena = (Buf){NULL, 0, 0};
+    t->used = t->cap = 0;
+}
+
+static Entry *table_find(const Table *t, const char *key, size_t n, uint64_t h)
+{
+    for (size_t i = (size_t)h & t->mask;; i = (i + 1) & t->mask) {
+        uint32_t s = t->slots[i];
+        if (s == 0)
+            return NULL;
+        Entry *e = &t->entries[s - 1];
+        if (e->hash == h && e->klen == n && memcmp(t->arena.p + e->key, key, n) == 0)
+            return e;
+    }
+}
+
+static int table_grow(Table *t)
+{
+    size_t n = (t->mask + 1) * 2;
+    uint32_t *slots = PyMem_Calloc(n, sizeof(uint32_t));
+    if (slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t k = 0; k < t->used; k++) {
+        size_t i = (size_t)t->entries[k].hash & (n - 1);
+        while (slots[i])
+            i = (i + 1) & (n - 1);
+        slots[i] = (uint32_t)(k + 1);
+    }
+    PyMem_Free(t->slots);
+    t->slots = slots;
+    t->mask = n - 1;
+    return 0;
+}
+
+/* A new entry for a key known to be absent; NULL on no memory. */
+static Entry *table_add(Table *t, const char *key, size_t n, uint64_t h)
+{
+    if (2 * (t->used + 1) > t->mask + 1 && table_grow(t) < 0)
+        return NULL;
+    if (t->used == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 64;
+        Entry *p = PyMem_Realloc(t->entries, cap * sizeof(Entry));
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        t->entries = p;
+        t->cap = cap;
+    }
+    size_t at = t->arena.len;
+    if (buf_add(&t->arena, key, n) < 0)
+        return NULL;
+    size_t i = (size_t)h & t->mask;
+    while (t->slots[i])
+        i = (i + 1) & t->mask;
+    t->slots[i] = (uint32_t)(t->used + 1);
+    Entry *e = &t->entries[t->used++];
+    *e = (Entry){h, at, n, 0, 0, 0, 0};
+    return e;
+}
+
+static void table_clear(Table *t)
+{
+    memset(t->slots, 0, (t->mask + 1) * sizeof(uint32_t));
+    t->used = 0;
+    t->arena.len = 0;
+}
+
+/* --- the word walk ---------------------------------------------------------------------- */
+
+/* The next word of text from *pos: its UTF-8 (ASCII lowered) in *word; 0 at the end, -1 on
+ * a slow character (the Python path answers), -2 on no memory. */
+typedef struct {
+    int kind;
+    const void *data;
+    Py_ssize_t len, pos;
+    int ascii;
+    const Slow *slow;
+} Walk;
+
+static int walk_init(Walk *w, PyObject *text, const Slow *slow)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "text must be a str");
+        return -1;
+    }
+    w->kind = PyUnicode_KIND(text);
+    w->data = PyUnicode_DATA(text);
+    w->len = PyUnicode_GET_LENGTH(text);
+    w->pos = 0;
+    w->ascii = PyUnicode_IS_ASCII(text);
+    w->slow = slow;
+    return 0;
+}
+
+static int walk_next(Walk *w, Buf *word, int *ascii_word)
+{
+    word->len = 0;
+    *ascii_word = 1;
+    if (w->ascii) {
+        const uint8_t *s = w->data;
+        Py_ssize_t i = w->pos, n = w->len;
+        while (i < n && !ascii_alnum[s[i]])
+            i++;
+        if (i == n) {
+            w->pos = n;
+            return 0;
+        }
+        Py_ssize_t start = i;
+        while (i < n && ascii_alnum[s[i]])
+            i++;
+        if (buf_reserve(word, (size_t)(i - start)) < 0)
+            return -2;
+        for (Py_ssize_t k = start; k < i; k++)
+            word->p[k - start] = (char)ascii_lower[s[k]];
+        word->len = (size_t)(i - start);
+        w->pos = i;
+        return 1;
+    }
+    int kind = w->kind;
+    const void *data = w->data;
+    Py_ssize_t i = w->pos, n = w->len;
+    for (; i < n; i++) { /* to the next word */
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c < 128) {
+            if (ascii_alnum[c])
+                break;
+        } else if (slow_has(w->slow, c)) {
+            return -1;
+        } else if (Py_UNICODE_ISALNUM(c)) {
+            break;
+        }
+    }
+    if (i == n) {
+        w->pos = n;
+        return 0;
+    }
+    for (; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c < 128) {
+            if (!ascii_alnum[c])
+                break;
+            if (buf_reserve(word, 1) < 0)
+                return -2;
+            word->p[word->len++] = (char)ascii_lower[c];
+            continue;
+        }
+        if (slow_has(w->slow, c))
+            return -1;
+        if (!Py_UNICODE_ISALNUM(c))
+            break;
+        if (buf_reserve(word, 4) < 0)
+            return -2;
+        word->len += utf8_put(word->p + word->len, c);
+        *ascii_word = 0;
+    }
+    w->pos = i;
+    return 1;
+}
+
+/* --- Forms: a language's word -> form table and analyze() --------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *form; /* form(word) -> str: the indexed form, "" for a stopword */
+    Slow slow;
+    Table table;
+    Py_ssize_t limit; /* words kept before the table starts over (as Python's cache) */
+} Forms;
+
+static int forms_init(Forms *self, PyObject *args, PyObject *Py_UNUSED(kwds))
+{
+    PyObject *form, *cls;
+    Py_ssize_t limit = 300000;
+    if (!PyArg_ParseTuple(args, "OU|n:Forms", &form, &cls, &limit))
+        return -1;
+    if (limit < 1) {
+        PyErr_SetString(PyExc_ValueError, "limit must be positive");
+        return -1;
+    }
+    self->limit = limit;
+    if (!PyCallable_Check(form)) {
+        PyErr_SetString(PyExc_TypeError, "form must be callable");
+        return -1;
+    }
+    if (self->table.slots != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Forms is initialised once");
+        return -1;
+    }
+    if (slow_parse(&self->slow, cls) < 0 || table_init(&self->table, 1024) < 0)
+        return -1;
+    Py_INCREF(form);
+    self->form = form;
+    return 0;
+}
+
+static void forms_dealloc(Forms *self)
+{
+    Py_CLEAR(self->form);
+    PyMem_Free(self->slow.astral);
+    table_free(&self->table);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The form of a word not in the table: Python's form(), then kept. */
+static int forms_miss(Forms *self, const Buf *word, uint64_t h, Buf *out, int *first)
+{
+    PyObject *w = PyUnicode_DecodeUTF8(word->p, (Py_ssize_t)word->len, "strict");
+    if (w == NULL)
+        return -1;
+    PyObject *got = PyObject_CallOneArg(self->form, w);
+    Py_DECREF(w);
+    if (got == NULL)
+        return -1;
+    if (!PyUnicode_Check(got)) {
+        Py_DECREF(got);
+        PyErr_SetString(PyExc_TypeError, "form() must return a str");
+        return -1;
+    }
+    Py_ssize_t vlen;
+    const char *v = PyUnicode_AsUTF8AndSize(got, &vlen);
+    if (v == NULL) {
+        Py_DECREF(got);
+        return -1;
+    }
+    int rc = 0;
+    if (vlen > 0) {
+        if ((!*first && buf_add(out, " ", 1) < 0) || buf_add(out, v, (size_t)vlen) < 0)
+            rc = -1;
+        *first = 0;
+    }
+    /* The table may have changed while form() ran (another thread): look again. */
+    Table *t = &self->table;
+    if (rc == 0 && table_find(t, word->p, word->len, h) == NULL) {
+        if ((Py_ssize_t)t->used >= self->limit)
+            table_clear(t);
+        Entry *e = table_add(t, word->p, word->len, h);
+        size_t at = t->arena.len;
+        if (e == NULL || buf_add(&t->arena, v, (size_t)vlen) < 0) {
+            rc = -1;
+        } else {
+            e = &t->entries[t->used - 1]; /* the arena may have moved, the entries not */
+            e->val = at;
+            e->vlen = (size_t)vlen;
+        }
+    }
+    Py_DECREF(got);
+    return rc;
+}
+
+PyDoc_STRVAR(analyze_doc, "analyze(text) -> str | None\n\n"
+                          "The non-empty forms of text's words joined by spaces; None when\n"
+                          "text holds a character of the slow class (the Python path).");
+
+static PyObject *forms_analyze(Forms *self, PyObject *text)
+{
+    Walk w;
+    if (walk_init(&w, text, &self->slow) < 0)
+        return NULL;
+    Buf word = {NULL, 0, 0}, out = {NULL, 0, 0};
+    PyObject *result = NULL;
+    int first = 1, ascii_word;
+    for (;;) {
+        int rc = walk_next(&w, &word, &ascii_word);
+        if (rc == 0)
+            break;
+        if (rc == -1) {
+            result = Py_None;
+            Py_INCREF(result);
+            goto done;
+        }
+        if (rc < 0)
+            goto done;
+        uint64_t h = hash_bytes(word.p, word.len);
+        Table *t = &self->table;
+        Entry *e = table_find(t, word.p, word.len, h);
+        if (e != NULL) {
+            if (e->vlen) {
+                size_t vlen = e->vlen, val = e->val;
+                if (buf_reserve(&out, vlen + 1) < 0)
+                    goto done;
+                if (!first)
+                    out.p[out.len++] = ' ';
+                memcpy(out.p + out.len, t->arena.p + val, vlen);
+                out.len += vlen;
+                first = 0;
+            }
+            continue;
+        }
+        if (forms_miss(self, &word, h, &out, &first) < 0)
+            goto done;
+    }
+    result = PyUnicode_DecodeUTF8(out.p ? out.p : "", (Py_ssize_t)out.len, "strict");
+done:
+    PyMem_Free(word.p);
+    PyMem_Free(out.p);
+    return result;
+}
+
+static PyObject *forms_len(Forms *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromSize_t(self->table.used);
+}
+
+static PyMethodDef forms_methods[] = {
+    {"analyze", (PyCFunction)forms_analyze, METH_O, analyze_doc},
+    {"cached", (PyCFunction)forms_len, METH_NOARGS, "The number of words in the table."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject FormsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "vault_brain.native.textnative.Forms",
+    .tp_basicsize = sizeof(Forms),
+    .tp_dealloc = (destructor)forms_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Forms(form, slow_class, limit=300000): a language's analyze() with a word ->\n"
+              "form table (of at most `limit` words: then it starts over).",
+    .tp_methods = forms_methods,
+    .tp_init = (initproc)forms_init,
+    .tp_new = PyType_GenericNew,
+};
+
+/* --- Vocab: the detection's word counts ------------------------------------------------- */
+
+#define MAX_LANGS 64
+
+typedef struct {
+    PyObject_HEAD
+    Slow slow;
+    Table table;        /* stopword -> its languages' bits */
+    Py_ssize_t nlangs;
+    Py_ssize_t cap;     /* a word counts at most this many times */
+} Vocab;
+
+static int vocab_init(Vocab *self, PyObject *args, PyObject *Py_UNUSED(kwds))
+{
+    PyObject *index, *langs, *cls;
+    Py_ssize_t cap;
+    if (!PyArg_ParseTuple(args, "O!O!Un:Vocab", &PyDict_Type, &index, &PyTuple_Type, &langs, &cls,
+                          &cap))
+        return -1;
+    if (self->table.slots != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Vocab is initialised once");
+        return -1;
+    }
+    Py_ssize_t nlangs = PyTuple_GET_SIZE(langs);
+    if (nlangs > MAX_LANGS) {
+        PyErr_SetString(PyExc_ValueError, "more languages than Vocab counts");
+        return -1;
+    }
+    self->nlangs = nlangs;
+    self->cap = cap;
+    if (slow_parse(&self->slow, cls) < 0 ||
+        table_init(&self->table, 2 * (size_t)PyDict_GET_SIZE(index) + 16) < 0)
+        return -1;
+    PyObject *word, *codes;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(index, &pos, &word, &codes)) {
+        if (!PyUnicode_Check(word) || !PyTuple_Check(codes)) {
+            PyErr_SetString(PyExc_TypeError, "the index maps a str to a tuple of languages");
+            return -1;
+        }
+        uint64_t bits = 0;
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(codes); k++) {
+            PyObject *code = PyTuple_GET_ITEM(codes, k);
+            Py_ssize_t at = -1;
+            for (Py_ssize_t j = 0; j < nlangs; j++) {
+                int eq = PyObject_RichCompareBool(code, PyTuple_GET_ITEM(langs, j), Py_EQ);
+                if (eq < 0)
+                    return -1;
+                if (eq) {
+                    at = j;
+                    break;
+                }
+            }
+            if (at < 0) {
+                PyErr_SetString(PyExc_ValueError, "a stopword's language is not in the list");
+                return -1;
+            }
+            bits |= 1ULL << at;
+        }
+        Py_ssize_t len;
+        const char *u = PyUnicode_AsUTF8AndSize(word, &len);
+        if (u == NULL)
+            return -1;
+        uint64_t h = hash_bytes(u, (size_t)len);
+        Entry *e = table_find(&self->table, u, (size_t)len, h);
+        if (e == NULL && (e = table_add(&self->table, u, (size_t)len, h)) == NULL)
+            return -1;
+        e->bits = PyUnicode_GET_LENGTH(word) >= 2 ? bits : 0;
+    }
+    return 0;
+}
+
+static void vocab_dealloc(Vocab *self)
+{
+    PyMem_Free(self->slow.astral);
+    table_free(&self->table);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+PyDoc_STRVAR(count_doc,
+             "count(text) -> (words, distinct, letters, hits, kinds) | None\n\n"
+             "text's words: their number; the distinct ones in order of first occurrence\n"
+             "(None when all are ASCII); the letters of the distinct words (their lengths'\n"
+             "sum); per language (in the Vocab's order) the stopword hits (each distinct\n"
+             "stopword of two letters or more counts min(its count, cap)) and the number of\n"
+             "those distinct stopwords. None when text holds a character of the slow class\n"
+             "(the Python path).");
+
+static PyObject *vocab_count(Vocab *self, PyObject *text)
+{
+    Walk w;
+    if (walk_init(&w, text, &self->slow) < 0)
+        return NULL;
+    Table seen;
+    if (table_init(&seen, (size_t)w.len / 2 + 16) < 0)
+        return NULL;
+    Buf word = {NULL, 0, 0};
+    PyObject *result = NULL, *distinct = NULL, *hits = NULL, *kinds = NULL;
+    Py_ssize_t words = 0, letters = 0;
+    Py_ssize_t hit[MAX_LANGS] = {0}, kind[MAX_LANGS] = {0};
+    int all_ascii = 1, ascii_word;
+    for (;;) {
+        int rc = walk_next(&w, &word, &ascii_word);
+        if (rc == 0)
+            break;
+        if (rc == -1) {
+            result = Py_None;
+            Py_INCREF(result);
+            goto done;
+        }
+        if (rc < 0)
+            goto done;
+        words++;
+        uint64_t h = hash_bytes(word.p, word.len);
+        Entry *e = table_find(&seen, word.p, word.len, h);
+        if (e == NULL) {
+            e = table_add(&seen, word.p, word.len, h);
+            if (e == NULL)
+                goto done;
+            Entry *v = table_find(&self->table, word.p, word.len, h);
+            e->bits = v != NULL ? v->bits : 0;
+            all_ascii &= ascii_word;
+            letters += (Py_ssize_t)word.len;
+        }
+        e->count++;
+    }
+    if (!all_ascii && (distinct = PyList_New((Py_ssize_t)seen.used)) == NULL)
+        goto done;
+    for (size_t k = 0; k < seen.used; k++) {
+        Entry *e = &seen.entries[k];
+        if (distinct != NULL) {
+            PyObject *s = PyUnicode_DecodeUTF8(seen.arena.p + e->key, (Py_ssize_t)e->klen, "strict");
+            if (s == NULL)
+                goto done;
+            PyList_SET_ITEM(distinct, (Py_ssize_t)k, s);
+        }
+        uint64_t bits = e->bits;
+        Py_ssize_t n = e->count < self->cap ? e->count : self->cap;
+        for (Py_ssize_t j = 0; bits; j++, bits >>= 1)
+            if (bits & 1) {
+                hit[j] += n;
+                kind[j] += 1;
+            }
+    }
+    if ((hits = PyTuple_New(self->nlangs)) == NULL || (kinds = PyTuple_New(self->nlangs)) == NULL)
+        goto done;
+    for (Py_ssize_t j = 0; j < self->nlangs; j++) {
+        PyObject *a = PyLong_FromSsize_t(hit[j]), *b = PyLong_FromSsize_t(kind[j]);
+        if (a == NULL || b == NULL) {
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            goto done;
+        }
+        PyTuple_SET_ITEM(hits, j, a);
+        PyTuple_SET_ITEM(kinds, j, b);
+    }
+    if (distinct == NULL) {
+        distinct = Py_None;
+        Py_INCREF(distinct);
+    }
+    result = Py_BuildValue("(nOnOO)", words, distinct, letters, hits, kinds);
+done:
+    Py_XDECREF(distinct);
+    Py_XDECREF(hits);
+    Py_XDECREF(kinds);
+    PyMem_Free(word.p);
+    table_free(&seen);
+    return result;
+}
+
+static PyMethodDef vocab_methods[] = {
+    {"count", (PyCFunction)vocab_count, METH_O, count_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject VocabType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "vault_brain.native.textnative.Vocab",
+    .tp_basicsize = sizeof(Vocab),
+    .tp_dealloc = (destructor)vocab_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Vocab(stop_index, languages, slow_class, cap): the language detection's\n"
+              "word counts (stop_index: stopword -> the tuple of its languages).",
+    .tp_methods = vocab_methods,
+    .tp_init = (initproc)vocab_init,
+    .tp_new = PyType_GenericNew,
+};
+
+/* --- the module ------------------------------------------------------------------------- */
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    "vault_brain.native.textnative",
+    "text/analysis.py's word loops in C (analysis.py is the reference).",
+    -1,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC PyInit_textnative(void)
+{
+    ascii_tables();
+    if (PyType_Ready(&FormsType) < 0 || PyType_Ready(&VocabType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&FormsType);
+    Py_INCREF(&VocabType);
+    if (PyModule_AddObject(m, "Forms", (PyObject *)&FormsType) < 0 ||
+        PyModule_AddObject(m, "Vocab", (PyObject *)&VocabType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
