@@ -147,7 +147,7 @@ def test_detect_language_gives_what_the_python_gives(text, candidates, default) 
 def test_the_c_leaves_to_python_exactly_the_texts_with_a_slow_character():
     """Every code point: analyze() in C answers None (the Python's `regex` split) for those
     of the slow class, and the Python's words for the others."""
-    forms = native.Forms(lambda w: w, analysis._SLOW_CLASS)
+    forms = native.Forms(list, analysis._SLOW_CLASS)
     slow = analysis._scripts().slow
     differ = []
     for cp in range(0x80, 0x110000):
@@ -161,32 +161,33 @@ def test_the_c_leaves_to_python_exactly_the_texts_with_a_slow_character():
 
 
 def test_ascii_text_is_lowered_by_the_c_and_other_text_is_taken_as_normalised():
-    forms = native.Forms(lambda w: w, analysis._SLOW_CLASS)
+    forms = native.Forms(list, analysis._SLOW_CLASS)
     assert forms.analyze("Hello, WORLD_42x") == "hello world 42x"
     assert forms.analyze("ÉTÉ Été") == "ÉtÉ Été"  # only A-Z: the caller lowers the rest
     assert forms.analyze("été x-Y") == "été x y"
 
 
 def test_stopwords_drop_out_and_a_form_of_several_words_stays_as_it_is():
-    seen: list[str] = []
+    seen: list[list[str]] = []
 
-    def form(word: str) -> str:
-        seen.append(word)
-        return {"the": "", "x": "a b"}.get(word, word.upper())
+    def form(words: list[str]) -> list[str]:
+        seen.append(words)
+        return [{"the": "", "x": "a b"}.get(w, w.upper()) for w in words]
 
     forms = native.Forms(form, analysis._SLOW_CLASS)
     assert forms.analyze("the x the y x") == "a b Y a b"
-    assert forms.analyze("y the") == "Y"
-    assert seen == ["the", "x", "y"]  # each word's form asked once
-    assert forms.cached() == 3
+    assert forms.analyze("y the z y") == "Y Z Y"
+    assert forms.analyze("x y the") == "a b Y"
+    assert seen == [["the", "x", "y"], ["z"]]  # a text's new words, once each, in one call
+    assert forms.cached() == 4
 
 
 def test_a_full_table_starts_over_and_gives_the_same_forms():
     calls: list[str] = []
 
-    def form(word: str) -> str:
-        calls.append(word)
-        return word[::-1]
+    def form(words: list[str]) -> list[str]:
+        calls.extend(words)
+        return [w[::-1] for w in words]
 
     forms = native.Forms(form, analysis._SLOW_CLASS, 3)
     text = " ".join(f"w{i}" for i in range(10))
@@ -197,16 +198,16 @@ def test_a_full_table_starts_over_and_gives_the_same_forms():
     assert len(calls) > 10  # asked again after the start over
 
 
-def test_an_error_in_form_propagates():
-    def form(word: str) -> str:
-        raise KeyError(word)
+def test_an_error_in_forms_propagates():
+    def form(words: list[str]) -> list[str]:
+        raise KeyError(words[0])
 
     forms = native.Forms(form, analysis._SLOW_CLASS)
     with pytest.raises(KeyError):
         forms.analyze("some words")
-    forms = native.Forms(lambda w: 3, analysis._SLOW_CLASS)
-    with pytest.raises(TypeError):
-        forms.analyze("some words")
+    for wrong in (lambda ws: 3, lambda ws: ws[:1], lambda ws: [3] * len(ws)):
+        with pytest.raises(TypeError):
+            native.Forms(wrong, analysis._SLOW_CLASS).analyze("some words")
 
 
 def test_a_form_that_lets_other_threads_in_gets_what_one_thread_gets():
@@ -214,10 +215,10 @@ def test_a_form_that_lets_other_threads_in_gets_what_one_thread_gets():
     grow the same table meanwhile."""
     barrier = threading.Barrier(4)
 
-    def form(word: str) -> str:
+    def form(words: list[str]) -> list[str]:
         for _ in range(20):  # Python bytecode: the interpreter may switch threads here
             pass
-        return word[::-1]
+        return [w[::-1] for w in words]
 
     forms = native.Forms(form, analysis._SLOW_CLASS, 500)
     texts = [" ".join(f"w{i % (97 + k)}x{k}" for i in range(800)) for k in range(4)]

@@ -6,8 +6,8 @@
  * non-empty forms joined with a space. Python did that with one str object, one dict
  * look-up and one list slot per word: ~6 million words on cpp-docs. Here the words are
  * hashed from the text's own code units and looked up in a word -> form table held by the
- * Forms object; a word never seen calls the Python form() (stopwords, PyStemmer), so the
- * forms are Python's by construction. The language detection's word counts (its sample's
+ * Forms object; the words never seen of a text go to Python in one call (stopwords,
+ * PyStemmer's stemWords), so the forms are Python's by construction. The language detection's word counts (its sample's
  * words, the distinct ones, each language's stopword hits) come from one such walk too
  * (Vocab.count).
  *
@@ -16,7 +16,7 @@
  * are lowered here, so an ASCII text need not be lowered first (str.lower() of an ASCII
  * str is exactly that); any other text must come _normalize()d.
  *
- * The GIL is held throughout; form() may release it, so no pointer into a table is kept
+ * The GIL is held throughout; forms() may release it, so no pointer into the table is kept
  * across that call (another thread may grow or clear the table meanwhile).
  */
 #define PY_SSIZE_T_CLEAN
@@ -379,7 +379,7 @@ static int walk_next(Walk *w, Buf *word, int *ascii_word)
 
 typedef struct {
     PyObject_HEAD
-    PyObject *form; /* form(word) -> str: the indexed form, "" for a stopword */
+    PyObject *forms; /* forms(words) -> their indexed forms, "" for a stopword */
     Slow slow;
     Table table;
     Py_ssize_t limit; /* words kept before the table starts over (as Python's cache) */
@@ -387,17 +387,17 @@ typedef struct {
 
 static int forms_init(Forms *self, PyObject *args, PyObject *Py_UNUSED(kwds))
 {
-    PyObject *form, *cls;
+    PyObject *forms, *cls;
     Py_ssize_t limit = 300000;
-    if (!PyArg_ParseTuple(args, "OU|n:Forms", &form, &cls, &limit))
+    if (!PyArg_ParseTuple(args, "OU|n:Forms", &forms, &cls, &limit))
         return -1;
     if (limit < 1) {
         PyErr_SetString(PyExc_ValueError, "limit must be positive");
         return -1;
     }
     self->limit = limit;
-    if (!PyCallable_Check(form)) {
-        PyErr_SetString(PyExc_TypeError, "form must be callable");
+    if (!PyCallable_Check(forms)) {
+        PyErr_SetString(PyExc_TypeError, "forms must be callable");
         return -1;
     }
     if (self->table.slots != NULL) {
@@ -406,61 +406,119 @@ static int forms_init(Forms *self, PyObject *args, PyObject *Py_UNUSED(kwds))
     }
     if (slow_parse(&self->slow, cls) < 0 || table_init(&self->table, 1024) < 0)
         return -1;
-    Py_INCREF(form);
-    self->form = form;
+    Py_INCREF(forms);
+    self->forms = forms;
     return 0;
 }
 
 static void forms_dealloc(Forms *self)
 {
-    Py_CLEAR(self->form);
+    Py_CLEAR(self->forms);
     PyMem_Free(self->slow.astral);
     table_free(&self->table);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* The form of a word not in the table: Python's form(), then kept. */
-static int forms_miss(Forms *self, const Buf *word, uint64_t h, Buf *out, int *first)
+/* What follows a text's first new word: its words in order, each a form already known (its
+ * bytes in `known`) or a new word (its index in the batch forms() answers). */
+typedef struct {
+    Py_ssize_t miss; /* -1: known */
+    size_t off, len;
+} Item;
+
+typedef struct {
+    Item *v;
+    size_t n, cap;
+} Items;
+
+static int items_add(Items *it, Py_ssize_t miss, size_t off, size_t len)
 {
-    PyObject *w = PyUnicode_DecodeUTF8(word->p, (Py_ssize_t)word->len, "strict");
-    if (w == NULL)
+    if (it->n == it->cap) {
+        size_t cap = it->cap ? 2 * it->cap : 64;
+        Item *p = PyMem_Realloc(it->v, cap * sizeof(Item));
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        it->v = p;
+        it->cap = cap;
+    }
+    it->v[it->n++] = (Item){miss, off, len};
+    return 0;
+}
+
+static inline int out_add(Buf *out, int *first, const char *s, size_t n)
+{
+    if (n == 0)
+        return 0;
+    if (buf_reserve(out, n + 1) < 0)
         return -1;
-    PyObject *got = PyObject_CallOneArg(self->form, w);
-    Py_DECREF(w);
+    if (!*first)
+        out->p[out->len++] = ' ';
+    memcpy(out->p + out->len, s, n);
+    out->len += n;
+    *first = 0;
+    return 0;
+}
+
+/* The new words' forms from Python (one call), written after `out` in the items' order,
+ * then kept in the table. The table is looked up again: it may have changed while the
+ * Python ran (another thread). */
+static int forms_resolve(Forms *self, PyObject *words, const Table *batch, const Items *items,
+                         const Buf *known, Buf *out, int *first)
+{
+    PyObject *got = PyObject_CallOneArg(self->forms, words);
     if (got == NULL)
         return -1;
-    if (!PyUnicode_Check(got)) {
+    Py_ssize_t n = PyList_GET_SIZE(words);
+    if (!PyList_Check(got) || PyList_GET_SIZE(got) != n) {
         Py_DECREF(got);
-        PyErr_SetString(PyExc_TypeError, "form() must return a str");
+        PyErr_SetString(PyExc_TypeError, "forms() must return a list of as many strs");
         return -1;
     }
-    Py_ssize_t vlen;
-    const char *v = PyUnicode_AsUTF8AndSize(got, &vlen);
-    if (v == NULL) {
-        Py_DECREF(got);
-        return -1;
+    const char **utf8 = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(char *));
+    Py_ssize_t *lens = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
+    int rc = -1;
+    if (utf8 == NULL || lens == NULL) {
+        PyErr_NoMemory();
+        goto done;
     }
-    int rc = 0;
-    if (vlen > 0) {
-        if ((!*first && buf_add(out, " ", 1) < 0) || buf_add(out, v, (size_t)vlen) < 0)
-            rc = -1;
-        *first = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *f = PyList_GET_ITEM(got, i);
+        if (!PyUnicode_Check(f)) {
+            PyErr_SetString(PyExc_TypeError, "forms() must return strs");
+            goto done;
+        }
+        if ((utf8[i] = PyUnicode_AsUTF8AndSize(f, &lens[i])) == NULL)
+            goto done;
     }
-    /* The table may have changed while form() ran (another thread): look again. */
+    for (size_t k = 0; k < items->n; k++) {
+        const Item *it = &items->v[k];
+        int r = it->miss < 0 ? out_add(out, first, known->p + it->off, it->len)
+                             : out_add(out, first, utf8[it->miss], (size_t)lens[it->miss]);
+        if (r < 0)
+            goto done;
+    }
     Table *t = &self->table;
-    if (rc == 0 && table_find(t, word->p, word->len, h) == NULL) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const Entry *b = &batch->entries[i];
+        const char *key = batch->arena.p + b->key;
+        if (table_find(t, key, b->klen, b->hash) != NULL)
+            continue;
         if ((Py_ssize_t)t->used >= self->limit)
             table_clear(t);
-        Entry *e = table_add(t, word->p, word->len, h);
+        Entry *e = table_add(t, key, b->klen, b->hash);
         size_t at = t->arena.len;
-        if (e == NULL || buf_add(&t->arena, v, (size_t)vlen) < 0) {
-            rc = -1;
-        } else {
-            e = &t->entries[t->used - 1]; /* the arena may have moved, the entries not */
-            e->val = at;
-            e->vlen = (size_t)vlen;
-        }
+        if (e == NULL || buf_add(&t->arena, utf8[i], (size_t)lens[i]) < 0)
+            goto done;
+        e = &t->entries[t->used - 1]; /* the arena may have moved, the entries not */
+        e->val = at;
+        e->vlen = (size_t)lens[i];
     }
+    rc = 0;
+done:
+    PyMem_Free(utf8);
+    PyMem_Free(lens);
     Py_DECREF(got);
     return rc;
 }
@@ -474,8 +532,10 @@ static PyObject *forms_analyze(Forms *self, PyObject *text)
     Walk w;
     if (walk_init(&w, text, &self->slow) < 0)
         return NULL;
-    Buf word = {NULL, 0, 0}, out = {NULL, 0, 0};
-    PyObject *result = NULL;
+    Buf word = {NULL, 0, 0}, out = {NULL, 0, 0}, known = {NULL, 0, 0};
+    Items items = {NULL, 0, 0};
+    Table batch = {NULL, 0, NULL, 0, 0, {NULL, 0, 0}}; /* the new words, once each */
+    PyObject *result = NULL, *words = NULL;
     int first = 1, ascii_word;
     for (;;) {
         int rc = walk_next(&w, &word, &ascii_word);
@@ -492,25 +552,50 @@ static PyObject *forms_analyze(Forms *self, PyObject *text)
         Table *t = &self->table;
         Entry *e = table_find(t, word.p, word.len, h);
         if (e != NULL) {
-            if (e->vlen) {
-                size_t vlen = e->vlen, val = e->val;
-                if (buf_reserve(&out, vlen + 1) < 0)
+            if (words == NULL) { /* no new word yet: straight to the output */
+                if (out_add(&out, &first, t->arena.p + e->val, e->vlen) < 0)
                     goto done;
-                if (!first)
-                    out.p[out.len++] = ' ';
-                memcpy(out.p + out.len, t->arena.p + val, vlen);
-                out.len += vlen;
-                first = 0;
+            } else if (e->vlen) {
+                size_t at = known.len;
+                if (buf_add(&known, t->arena.p + e->val, e->vlen) < 0 ||
+                    items_add(&items, -1, at, e->vlen) < 0)
+                    goto done;
             }
             continue;
         }
-        if (forms_miss(self, &word, h, &out, &first) < 0)
+        if (words == NULL) {
+            if ((words = PyList_New(0)) == NULL || table_init(&batch, 64) < 0)
+                goto done;
+        }
+        Entry *b = table_find(&batch, word.p, word.len, h);
+        Py_ssize_t at;
+        if (b != NULL) {
+            at = b->count;
+        } else {
+            PyObject *s = PyUnicode_DecodeUTF8(word.p, (Py_ssize_t)word.len, "strict");
+            if (s == NULL)
+                goto done;
+            at = PyList_GET_SIZE(words);
+            int bad = PyList_Append(words, s);
+            Py_DECREF(s);
+            if (bad < 0 || (b = table_add(&batch, word.p, word.len, h)) == NULL)
+                goto done;
+            b->count = at;
+        }
+        if (items_add(&items, at, 0, 0) < 0)
             goto done;
     }
+    if (words != NULL && forms_resolve(self, words, &batch, &items, &known, &out, &first) < 0)
+        goto done;
     result = PyUnicode_DecodeUTF8(out.p ? out.p : "", (Py_ssize_t)out.len, "strict");
 done:
+    Py_XDECREF(words);
+    if (batch.slots != NULL)
+        table_free(&batch);
+    PyMem_Free(items.v);
     PyMem_Free(word.p);
     PyMem_Free(out.p);
+    PyMem_Free(known.p);
     return result;
 }
 
@@ -530,8 +615,9 @@ static PyTypeObject FormsType = {
     .tp_basicsize = sizeof(Forms),
     .tp_dealloc = (destructor)forms_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Forms(form, slow_class, limit=300000): a language's analyze() with a word ->\n"
-              "form table (of at most `limit` words: then it starts over).",
+    .tp_doc = "Forms(forms, slow_class, limit=300000): a language's analyze() with a word ->\n"
+              "form table (of at most `limit` words: then it starts over); forms(words) gives\n"
+              "the forms of a text's new words, in one call.",
     .tp_methods = forms_methods,
     .tp_init = (initproc)forms_init,
     .tp_new = PyType_GenericNew,

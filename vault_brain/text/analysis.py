@@ -311,7 +311,7 @@ class _Language:
     stopwords: frozenset[str]
     algorithm: str | None
     cache: dict[str, str]  # word -> form, shared by threads (dict updates are atomic)
-    native: Any = None  # textnative.Forms: analyze() in C, form() for its new words
+    native: Any = None  # textnative.Forms: analyze() in C, forms() for its new words
 
     @property
     def stemmer(self) -> Stemmer.Stemmer | None:
@@ -334,6 +334,17 @@ class _Language:
         self.cache[word] = got
         return got
 
+    def forms(self, words: list[str]) -> list[str]:
+        """form() of each word, in one stemWords call (the C's new words of a text; the C
+        keeps them, so they skip the cache here)."""
+        stemmer = self.stemmer
+        stops = self.stopwords
+        if stemmer is None:
+            return ["" if w in stops else w for w in words]
+        mapped = [_premap(self.code, w) for w in words] if self.code == "ro" else words
+        stems = stemmer.stemWords(mapped)
+        return ["" if w in stops else s or w for w, s in zip(words, stems, strict=True)]
+
 
 def _premap(code: str, word: str) -> str:
     if code == "ro":  # Romanian written with cedillas (ş ţ) means comma-below (ș ț)
@@ -345,7 +356,7 @@ def _premap(code: str, word: str) -> str:
 def _language(code: str) -> _Language:
     language = _Language(code, STOPWORDS.get(code, frozenset()), LANGUAGES.get(code), {})
     if _textnative is not None:
-        language.native = _textnative.Forms(language.form, _SLOW_CLASS)
+        language.native = _textnative.Forms(language.forms, _SLOW_CLASS)
     return language
 
 
