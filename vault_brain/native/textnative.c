@@ -161,14 +161,16 @@ static inline size_t utf8_put(char *o, Py_UCS4 c)
     return 4;
 }
 
+#define HASH_START 1469598103934665603ULL /* FNV-1a, then a fold of the high bits */
+#define HASH_STEP(h, byte) (((h) ^ (uint8_t)(byte)) * 1099511628211ULL)
+#define HASH_END(h) ((h) ^ ((h) >> 29))
+
 static inline uint64_t hash_bytes(const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) {
-        h ^= (uint8_t)s[i];
-        h *= 1099511628211ULL;
-    }
-    return h ^ (h >> 29);
+    uint64_t h = HASH_START;
+    for (size_t i = 0; i < n; i++)
+        h = HASH_STEP(h, s[i]);
+    return HASH_END(h);
 }
 
 /* --- a table of UTF-8 keys ------------------------------------------------------------ */
@@ -276,13 +278,6 @@ static Entry *table_add(Table *t, const char *key, size_t n, uint64_t h)
     return e;
 }
 
-static void table_clear(Table *t)
-{
-    memset(t->slots, 0, (t->mask + 1) * sizeof(uint32_t));
-    t->used = 0;
-    t->arena.len = 0;
-}
-
 /* --- the word walk ---------------------------------------------------------------------- */
 
 /* The next word of text from *pos: its UTF-8 (ASCII lowered) in *word; 0 at the end, -1 on
@@ -310,7 +305,7 @@ static int walk_init(Walk *w, PyObject *text, const Slow *slow)
     return 0;
 }
 
-static int walk_next(Walk *w, Buf *word, int *ascii_word)
+static int walk_next(Walk *w, Buf *word, int *ascii_word, uint64_t *hash)
 {
     word->len = 0;
     *ascii_word = 1;
@@ -328,8 +323,14 @@ static int walk_next(Walk *w, Buf *word, int *ascii_word)
             i++;
         if (buf_reserve(word, (size_t)(i - start)) < 0)
             return -2;
-        for (Py_ssize_t k = start; k < i; k++)
-            word->p[k - start] = (char)ascii_lower[s[k]];
+        uint64_t h = HASH_START;
+        char *o = word->p;
+        for (Py_ssize_t k = start; k < i; k++) {
+            uint8_t c = ascii_lower[s[k]];
+            o[k - start] = (char)c;
+            h = HASH_STEP(h, c);
+        }
+        *hash = HASH_END(h);
         word->len = (size_t)(i - start);
         w->pos = i;
         return 1;
@@ -372,16 +373,114 @@ static int walk_next(Walk *w, Buf *word, int *ascii_word)
         *ascii_word = 0;
     }
     w->pos = i;
+    *hash = hash_bytes(word->p, word->len);
     return 1;
 }
 
 /* --- Forms: a language's word -> form table and analyze() --------------------------- */
 
+/* The word -> form table: the slot holds what a look-up needs (a known word costs one slot
+ * and one arena line, where the word and its form sit side by side). klen 0: empty. */
+typedef struct {
+    uint32_t h32, off, klen, vlen; /* the hash's high half; the word at off, its form after */
+} FSlot;
+
+typedef struct {
+    FSlot *slots;
+    size_t mask, used;
+    Buf arena;
+} FTable;
+
+static int ftable_init(FTable *t, size_t slots)
+{
+    t->slots = PyMem_Calloc(slots, sizeof(FSlot));
+    if (t->slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    t->mask = slots - 1;
+    t->used = 0;
+    t->arena = (Buf){NULL, 0, 0};
+    return 0;
+}
+
+static void ftable_free(FTable *t)
+{
+    PyMem_Free(t->slots);
+    PyMem_Free(t->arena.p);
+    t->slots = NULL;
+    t->arena = (Buf){NULL, 0, 0};
+}
+
+static inline int same_bytes(const char *a, const char *b, size_t n)
+{
+    if (n > 16)
+        return memcmp(a, b, n) == 0;
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return 0;
+    return 1;
+}
+
+static inline const FSlot *ftable_find(const FTable *t, const char *key, size_t n, uint64_t h)
+{
+    uint32_t h32 = (uint32_t)(h >> 32);
+    for (size_t i = (size_t)h & t->mask;; i = (i + 1) & t->mask) {
+        const FSlot *s = &t->slots[i];
+        if (s->klen == 0)
+            return NULL;
+        if (s->h32 == h32 && s->klen == n && same_bytes(t->arena.p + s->off, key, n))
+            return s;
+    }
+}
+
+/* Keep a word (known to be absent) and its form; the table starts over at `limit` words. */
+static int ftable_add(FTable *t, const char *key, size_t n, uint64_t h, const char *val,
+                      size_t vlen, size_t limit)
+{
+    if (n == 0 || n > UINT32_MAX || vlen > UINT32_MAX) /* (never: words are short) */
+        return 0;
+    if (t->used >= limit || t->arena.len + n + vlen > UINT32_MAX) {
+        memset(t->slots, 0, (t->mask + 1) * sizeof(FSlot));
+        t->used = 0;
+        t->arena.len = 0;
+    }
+    if (2 * (t->used + 1) > t->mask + 1) { /* grow: the slots again from their words */
+        size_t size = (t->mask + 1) * 2;
+        FSlot *slots = PyMem_Calloc(size, sizeof(FSlot));
+        if (slots == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (size_t k = 0; k <= t->mask; k++) {
+            FSlot *s = &t->slots[k];
+            if (s->klen == 0)
+                continue;
+            size_t i = (size_t)hash_bytes(t->arena.p + s->off, s->klen) & (size - 1);
+            while (slots[i].klen)
+                i = (i + 1) & (size - 1);
+            slots[i] = *s;
+        }
+        PyMem_Free(t->slots);
+        t->slots = slots;
+        t->mask = size - 1;
+    }
+    size_t off = t->arena.len;
+    if (buf_add(&t->arena, key, n) < 0 || buf_add(&t->arena, val, vlen) < 0)
+        return -1;
+    size_t i = (size_t)h & t->mask;
+    while (t->slots[i].klen)
+        i = (i + 1) & t->mask;
+    t->slots[i] = (FSlot){(uint32_t)(h >> 32), (uint32_t)off, (uint32_t)n, (uint32_t)vlen};
+    t->used++;
+    return 0;
+}
+
 typedef struct {
     PyObject_HEAD
     PyObject *forms; /* forms(words) -> their indexed forms, "" for a stopword */
     Slow slow;
-    Table table;
+    FTable table;
     Py_ssize_t limit; /* words kept before the table starts over (as Python's cache) */
 } Forms;
 
@@ -404,7 +503,7 @@ static int forms_init(Forms *self, PyObject *args, PyObject *Py_UNUSED(kwds))
         PyErr_SetString(PyExc_RuntimeError, "Forms is initialised once");
         return -1;
     }
-    if (slow_parse(&self->slow, cls) < 0 || table_init(&self->table, 1024) < 0)
+    if (slow_parse(&self->slow, cls) < 0 || ftable_init(&self->table, 1024) < 0)
         return -1;
     Py_INCREF(forms);
     self->forms = forms;
@@ -415,7 +514,7 @@ static void forms_dealloc(Forms *self)
 {
     Py_CLEAR(self->forms);
     PyMem_Free(self->slow.astral);
-    table_free(&self->table);
+    ftable_free(&self->table);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -499,21 +598,13 @@ static int forms_resolve(Forms *self, PyObject *words, const Table *batch, const
         if (r < 0)
             goto done;
     }
-    Table *t = &self->table;
+    FTable *t = &self->table;
     for (Py_ssize_t i = 0; i < n; i++) {
         const Entry *b = &batch->entries[i];
         const char *key = batch->arena.p + b->key;
-        if (table_find(t, key, b->klen, b->hash) != NULL)
-            continue;
-        if ((Py_ssize_t)t->used >= self->limit)
-            table_clear(t);
-        Entry *e = table_add(t, key, b->klen, b->hash);
-        size_t at = t->arena.len;
-        if (e == NULL || buf_add(&t->arena, utf8[i], (size_t)lens[i]) < 0)
+        if (ftable_find(t, key, b->klen, b->hash) == NULL &&
+            ftable_add(t, key, b->klen, b->hash, utf8[i], (size_t)lens[i], (size_t)self->limit) < 0)
             goto done;
-        e = &t->entries[t->used - 1]; /* the arena may have moved, the entries not */
-        e->val = at;
-        e->vlen = (size_t)lens[i];
     }
     rc = 0;
 done:
@@ -537,8 +628,9 @@ static PyObject *forms_analyze(Forms *self, PyObject *text)
     Table batch = {NULL, 0, NULL, 0, 0, {NULL, 0, 0}}; /* the new words, once each */
     PyObject *result = NULL, *words = NULL;
     int first = 1, ascii_word;
+    uint64_t h;
     for (;;) {
-        int rc = walk_next(&w, &word, &ascii_word);
+        int rc = walk_next(&w, &word, &ascii_word, &h);
         if (rc == 0)
             break;
         if (rc == -1) {
@@ -548,17 +640,16 @@ static PyObject *forms_analyze(Forms *self, PyObject *text)
         }
         if (rc < 0)
             goto done;
-        uint64_t h = hash_bytes(word.p, word.len);
-        Table *t = &self->table;
-        Entry *e = table_find(t, word.p, word.len, h);
+        const FTable *t = &self->table;
+        const FSlot *e = ftable_find(t, word.p, word.len, h);
         if (e != NULL) {
+            const char *form = t->arena.p + e->off + e->klen;
             if (words == NULL) { /* no new word yet: straight to the output */
-                if (out_add(&out, &first, t->arena.p + e->val, e->vlen) < 0)
+                if (out_add(&out, &first, form, e->vlen) < 0)
                     goto done;
             } else if (e->vlen) {
                 size_t at = known.len;
-                if (buf_add(&known, t->arena.p + e->val, e->vlen) < 0 ||
-                    items_add(&items, -1, at, e->vlen) < 0)
+                if (buf_add(&known, form, e->vlen) < 0 || items_add(&items, -1, at, e->vlen) < 0)
                     goto done;
             }
             continue;
@@ -724,8 +815,9 @@ static PyObject *vocab_count(Vocab *self, PyObject *text)
     Py_ssize_t words = 0, letters = 0;
     Py_ssize_t hit[MAX_LANGS] = {0}, kind[MAX_LANGS] = {0};
     int all_ascii = 1, ascii_word;
+    uint64_t h;
     for (;;) {
-        int rc = walk_next(&w, &word, &ascii_word);
+        int rc = walk_next(&w, &word, &ascii_word, &h);
         if (rc == 0)
             break;
         if (rc == -1) {
@@ -736,7 +828,6 @@ static PyObject *vocab_count(Vocab *self, PyObject *text)
         if (rc < 0)
             goto done;
         words++;
-        uint64_t h = hash_bytes(word.p, word.len);
         Entry *e = table_find(&seen, word.p, word.len, h);
         if (e == NULL) {
             e = table_add(&seen, word.p, word.len, h);
