@@ -569,7 +569,7 @@ static int forms_resolve(Forms *self, PyObject *words, const Table *batch, const
     PyObject *got = PyObject_CallOneArg(self->forms, words);
     if (got == NULL)
         return -1;
-    Py_ssize_t n = PyList_GET_SIZE(words);
+    Py_ssize_t n = (Py_ssize_t)batch->used; /* (not the list's size: forms() may change it) */
     if (!PyList_Check(got) || PyList_GET_SIZE(got) != n) {
         Py_DECREF(got);
         PyErr_SetString(PyExc_TypeError, "forms() must return a list of as many strs");
