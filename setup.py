@@ -18,6 +18,15 @@ NATIVE: list[Extension] = [
         extra_compile_args=["-O2", "-std=c99"],
         optional=True,
     ),
+    # text/analysis.py's analyze() of text without CJK, Thai or combining marks (its words,
+    # their forms from a word -> form table, the join) and the language detection's word
+    # counts: the same strings as the Python, which answers the rest.
+    Extension(
+        "vault_brain.native.textnative",
+        ["vault_brain/native/textnative.c"],
+        extra_compile_args=["-O2", "-std=c99"],
+        optional=True,
+    ),
     # e5's light query encoder and the one-shot vector scan without numpy (the forked
     # child of a one-shot search: embed/e5_native.py, index/sqlite/vecscan.py).
     # -ffp-contract=off: no fused multiply-add, so a cosine has the same bits on every CPU.

@@ -45,6 +45,8 @@ MAX_QUERY_TERMS = 32
 MAX_QUERY_GRAMS = 96
 # The language detection's sample without code in C (vault_brain/native/_mdscan.c).
 _native = load("_mdscan")
+# analyze()'s words and forms, the detection's word counts in C (native/textnative.c).
+_textnative = load("textnative")
 DETECT_CHARS = 2500  # the start of a note is enough to tell its language
 MIN_EVIDENCE = 0.03  # stopword hits per word below which a text shows no language
 
@@ -211,6 +213,19 @@ def _unicode() -> _Unicode:
     return _Unicode(token, regex.compile(r"[\p{L}\p{M}\p{N}]+"), regex.compile(r"\X"))
 
 
+# CJK or a no-space script, or a block where combining marks live: text with one of these
+# is split by the `regex` module (the C of vault_brain/native/textnative.c leaves it to
+# Python). A character class's body, no escapes.
+_SLOW_CLASS = (
+    f"{_CJK}{_SEA}\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a"
+    "\u064b-\u065f\u0670\u06d6-\u06ed\u0711\u0730-\u074a\u07a6-\u07b0\u07eb-\u07f3"
+    "\u0816-\u082d\u0859-\u085b\u0898-\u08ff\u0900-\u0dff\u0f00-\u0fff\u1ab0-\u1aff"
+    "\u1b00-\u1bff\u1dc0-\u1dff\u20d0-\u20ff\u2cef-\u2cf1\u2de0-\u2dff\u302a-\u302f"
+    "\u3099\u309a\ua66f-\ua67d\ua8e0-\ua8f1\ufe00-\ufe0f\ufe20-\ufe2f"
+    "\U00010000-\U0010ffff"
+)
+
+
 class _Scripts(NamedTuple):
     special: re.Pattern[str]  # CJK or a no-space script: cut into grams
     slow: re.Pattern[str]  # ... or a block where combining marks live: the `regex` split
@@ -220,17 +235,7 @@ class _Scripts(NamedTuple):
 def _scripts() -> _Scripts:
     """Compiled at the first text that is not ASCII (7 ms: their ranges reach the astral
     planes), so an ASCII query does not pay for them."""
-    return _Scripts(
-        re.compile(f"[{_CJK}{_SEA}]"),
-        re.compile(
-            f"[{_CJK}{_SEA}\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a"
-            "\u064b-\u065f\u0670\u06d6-\u06ed\u0711\u0730-\u074a\u07a6-\u07b0\u07eb-\u07f3"
-            "\u0816-\u082d\u0859-\u085b\u0898-\u08ff\u0900-\u0dff\u0f00-\u0fff\u1ab0-\u1aff"
-            "\u1b00-\u1bff\u1dc0-\u1dff\u20d0-\u20ff\u2cef-\u2cf1\u2de0-\u2dff\u302a-\u302f"
-            "\u3099\u309a\ua66f-\ua67d\ua8e0-\ua8f1\ufe00-\ufe0f\ufe20-\ufe2f"
-            "\U00010000-\U0010ffff]"
-        ),
-    )
+    return _Scripts(re.compile(f"[{_CJK}{_SEA}]"), re.compile(f"[{_SLOW_CLASS}]"))
 
 
 # Text with none of _Scripts.slow (CJK, the no-space scripts, or the blocks where
@@ -294,6 +299,9 @@ def _stemmer(algorithm: str) -> Stemmer.Stemmer:
     got = stemmers.get(algorithm)
     if got is None:
         got = stemmers[algorithm] = Stemmer.Stemmer(algorithm)
+        # Its own cache of 10,000 words, purged when full, made a new word's stem 4x as
+        # slow on cpp-docs (0.1 CPU-s); the forms are cached here already (_Language).
+        got.maxCacheSize = 0
     return got
 
 
@@ -303,6 +311,7 @@ class _Language:
     stopwords: frozenset[str]
     algorithm: str | None
     cache: dict[str, str]  # word -> form, shared by threads (dict updates are atomic)
+    native: Any = None  # textnative.Forms: analyze() in C, forms() for its new words
 
     @property
     def stemmer(self) -> Stemmer.Stemmer | None:
@@ -325,6 +334,17 @@ class _Language:
         self.cache[word] = got
         return got
 
+    def forms(self, words: list[str]) -> list[str]:
+        """form() of each word, in one stemWords call (the C's new words of a text; the C
+        keeps them, so they skip the cache here)."""
+        stemmer = self.stemmer
+        stops = self.stopwords
+        if stemmer is None:
+            return ["" if w in stops else w for w in words]
+        mapped = [_premap(self.code, w) for w in words] if self.code == "ro" else words
+        stems = stemmer.stemWords(mapped)
+        return ["" if w in stops else s or w for w, s in zip(words, stems, strict=True)]
+
 
 def _premap(code: str, word: str) -> str:
     if code == "ro":  # Romanian written with cedillas (ş ţ) means comma-below (ș ț)
@@ -334,7 +354,10 @@ def _premap(code: str, word: str) -> str:
 
 @cache
 def _language(code: str) -> _Language:
-    return _Language(code, STOPWORDS.get(code, frozenset()), LANGUAGES.get(code), {})
+    language = _Language(code, STOPWORDS.get(code, frozenset()), LANGUAGES.get(code), {})
+    if _textnative is not None:
+        language.native = _textnative.Forms(language.forms, _SLOW_CLASS)
+    return language
 
 
 def stem(word: str, lang: str) -> str:
@@ -418,8 +441,26 @@ def query_terms(query: str) -> list[str]:
 
 def analyze(text: str, lang: str) -> str:
     """Text as the FTS table stores it for a note in `lang`: space-separated terms."""
-    text = _normalize(text)
     language = _language(lang if lang in LANGUAGES else "en")
+    if language.native is not None:
+        # The C lowers ASCII itself; it answers None for text of the `regex` split only.
+        ascii = text.isascii()
+        if not ascii:
+            text = _normalize(text)
+        got = language.native.analyze(text)
+        if got is not None:
+            return got
+        return _analyze(_normalize(text) if ascii else text, language)
+    return _analyze(_normalize(text), language)
+
+
+def analyze_py(text: str, lang: str) -> str:
+    """analyze() in Python only: the fallback, and the reference of the C."""
+    return _analyze(_normalize(text), _language(lang if lang in LANGUAGES else "en"))
+
+
+def _analyze(text: str, language: _Language) -> str:
+    """analyze() of normalised text in Python."""
     if text.isascii() or not _scripts().special.search(text):
         tokens = _split_words(text)
         try:  # most texts hold only words seen before: one pass, no list, no None scan
@@ -544,11 +585,25 @@ _PRIORITY = {
 
 
 def _best(scores: Counter[str], prefer: str | None = None) -> tuple[str, float]:
-    lang = max(
-        scores,
-        key=lambda c: (scores[c], c == prefer, -_PRIORITY.get(c, len(_PRIORITY))),
-    )
+    lang = max(scores, key=lambda c: _rank(scores, c, prefer))
     return lang, scores[lang]
+
+
+def _rank(scores: Counter[str], lang: str, prefer: str | None) -> tuple[float, bool, int]:
+    return scores[lang], lang == prefer, -_PRIORITY.get(lang, len(_PRIORITY))
+
+
+def _best_unordered(scores: Counter[str], prefer: str | None) -> tuple[str, float] | None:
+    """_best() of scores in another order than _profile_scores() makes them (the C's), or
+    None where that order would decide: another language ranks as the best does (then
+    max() takes the first)."""
+    top = max(scores.values())
+    tops = [lang for lang, s in scores.items() if s == top]
+    if len(tops) == 1:  # the score alone decides (most notes)
+        return tops[0], top
+    best, hits = _best(scores, prefer)
+    rank = _rank(scores, best, prefer)
+    return None if sum(_rank(scores, c, prefer) == rank for c in tops) > 1 else (best, hits)
 
 
 def _profile_scores(
@@ -576,10 +631,35 @@ def _profile_scores(
                 if distinct is not None:
                     distinct[lang] += 1
     if text:
-        for ch, n in Counter(text).items():
-            lang = _LETTER_LANG.get(ch)
-            if lang in allowed:
-                scores[lang] += LETTER_WEIGHT * n
+        _letter_scores(scores, text, allowed)
+    return scores
+
+
+def _letter_scores(scores: Counter[str], text: str, allowed: set[str]) -> None:
+    for ch, n in Counter(text).items():
+        lang = _LETTER_LANG.get(ch)
+        if lang in allowed:
+            scores[lang] += LETTER_WEIGHT * n
+
+
+def _native_scores(
+    counted: tuple[tuple[int, ...], tuple[int, ...]],
+    allowed: Iterable[str],
+    text: str,
+    distinct: Counter[str],
+) -> Counter[str]:
+    """_profile_scores() of a note from the C's hits and distinct stopwords per language
+    (textnative.Vocab.count, in _VOCAB_LANGUAGES' order): the same scores, in another
+    order (which only a tie for the best breaks on: _detect() checks)."""
+    hits, kinds = counted
+    allowed = set(allowed)
+    scores: Counter[str] = Counter()
+    for i, lang in enumerate(_VOCAB_LANGUAGES):
+        if hits[i] and lang in allowed:
+            scores[lang] = hits[i]
+            distinct[lang] = kinds[i]
+    if text:
+        _letter_scores(scores, text, allowed)
     return scores
 
 
@@ -598,14 +678,63 @@ def dominant_script(text: str, tokens: Iterable[str] | None = None) -> str | Non
     return counts.most_common(1)[0][0]
 
 
+_VOCAB_LANGUAGES = tuple(STOPWORDS)
+
+
+@cache
+def _vocab() -> Any:
+    """The C's table of every language's stopwords (textnative.Vocab), or None."""
+    if _textnative is None:
+        return None
+    return _textnative.Vocab(_STOP_INDEX, _VOCAB_LANGUAGES, _SLOW_CLASS, WORD_CAP)
+
+
+@cache
+def _script_languages(script: str) -> tuple[str, ...]:
+    """The languages with stopwords written in a script."""
+    return tuple(c for c in STOPWORDS if script_of_language(c) == script)
+
+
+def _sample_words(sample: str, vocab: Any) -> tuple[str, int, str | None, Any]:
+    """A detection sample normalised (an ASCII one need not be lowered for the C), its
+    number of words, its dominant script and what its scores come from: its words (a
+    list), or the C's hits and distinct stopwords per language (a tuple)."""
+    normalized = False
+    if vocab is not None:
+        if not sample.isascii():
+            sample, normalized = _normalize(sample), True
+        got = vocab.count(sample)
+        if got is not None:
+            ntokens, distinct, letters, hits, kinds = got
+            if distinct is None:  # all ASCII: script_counts() would count them as Latin
+                script = "LATIN" if letters else None
+            else:  # set(distinct) is set(tokens): the same keys inserted in the same order
+                script = dominant_script(sample, distinct)
+            return sample, ntokens, script, (hits, kinds)
+    if not normalized:
+        sample = _normalize(sample)
+    tokens = _split_words(sample)
+    return sample, len(tokens), dominant_script(sample, tokens), tokens
+
+
 def detect_language(text: str, candidates: Sequence[str] = (), default: str | None = None) -> str:
     """The language a text is written in: its dominant script, then (for scripts several
     languages share) the stopword profile with the most hits. `candidates` (configured
     languages) narrows the choice within a script they cover; `default` answers when
     there is no evidence (else the first candidate, else the script's usual language)."""
-    sample = _normalize(_detection_sample(text))
-    tokens = _split_words(sample)
-    script = dominant_script(sample, tokens)
+    return _detect(_detection_sample(text), candidates, default, _vocab())
+
+
+def detect_language_py(
+    text: str, candidates: Sequence[str] = (), default: str | None = None
+) -> str:
+    """detect_language() in Python only: the fallback, and the reference of the C."""
+    return _detect(detection_sample_py(text), candidates, default, None)
+
+
+def _detect(sample: str, candidates: Sequence[str], default: str | None, vocab: Any) -> str:
+    raw = sample
+    sample, ntokens, script, counted = _sample_words(sample, vocab)
     same_script = [c for c in candidates if script_of_language(c) == script]
     if script is None:
         return default or (candidates[0] if candidates else "en")
@@ -613,14 +742,24 @@ def detect_language(text: str, candidates: Sequence[str] = (), default: str | No
         return same_script[0]
     if script in _SCRIPT_LANGUAGE and not same_script:
         return _SCRIPT_LANGUAGE[script]
-    allowed = same_script or [c for c in STOPWORDS if script_of_language(c) == script]
+    allowed = same_script or _script_languages(script)
     distinct: Counter[str] = Counter()
-    scores = _profile_scores(tokens, allowed, "" if sample.isascii() else sample, distinct)
+    letters = "" if sample.isascii() else sample
+    if isinstance(counted, tuple):
+        scores = _native_scores(counted, allowed, letters, distinct)
+    else:
+        scores = _profile_scores(counted, allowed, letters, distinct)
     fallback = default if default and script_of_language(default) == script else None
     if fallback is None and not same_script:
         fallback = _SCRIPT_DEFAULT.get(script)
     if scores:
-        best, hits = _best(scores, fallback)
+        if isinstance(counted, tuple):
+            got = _best_unordered(scores, fallback)
+            if got is None:
+                return _detect(raw, candidates, default, None)  # Python's order breaks a tie
+            best, hits = got
+        else:
+            best, hits = _best(scores, fallback)
         # Prose is a third or more function words; a list of names or identifiers is not.
         # Another language than the fallback must win clearly, with three different words
         # at least: a title like "Comment on X" must not bring French (and French stems
@@ -629,7 +768,7 @@ def detect_language(text: str, candidates: Sequence[str] = (), default: str | No
             clear = hits >= 1.5 * scores.get(fallback, 0) + 1 and distinct[best] >= 3
         else:
             clear = True
-        if hits >= 2 and hits >= MIN_EVIDENCE * len(tokens) and clear:
+        if hits >= 2 and hits >= MIN_EVIDENCE * ntokens and clear:
             return best
     if default and script_of_language(default) == script:
         return default
