@@ -309,6 +309,217 @@ static float gelu1(float x)
     return 0.5f * x * (1.0f + erf);
 }
 
+#ifdef HAVE_X86
+/* ---------------------------------------------------------------------------------- */
+/* the same per-row steps in AVX-512 (the VNNI path)                                    */
+
+#define F16 __m512
+VNNI_TARGET static inline F16 exp16(F16 x)
+{
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.7f));
+    F16 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    F16 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    F16 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, n);
+}
+
+VNNI_TARGET static inline F16 gelu16(F16 x)
+{
+    F16 z = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.70710678f));
+    F16 t = _mm512_div_ps(_mm512_set1_ps(1.0f),
+                          _mm512_fmadd_ps(z, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.0f)));
+    F16 p = _mm512_set1_ps(1.061405429f);
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
+    p = _mm512_mul_ps(p, t);
+    F16 e = exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), z), z));
+    F16 erf = _mm512_fnmadd_ps(p, e, _mm512_set1_ps(1.0f));
+    /* the sign of x onto erf */
+    erf = _mm512_castsi512_ps(_mm512_or_si512(
+        _mm512_castps_si512(erf),
+        _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u))));
+    return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x),
+                         _mm512_add_ps(_mm512_set1_ps(1.0f), erf));
+}
+
+/* n a multiple of 16 */
+VNNI_TARGET static void quantise_row16(const float *x, int n, uint8_t *q, float *step_out,
+                                       float *zero_out)
+{
+    F16 hi = _mm512_setzero_ps(), lo = hi; /* the range holds 0 */
+    for (int i = 0; i < n; i += 16) {
+        F16 v = _mm512_loadu_ps(x + i);
+        hi = _mm512_max_ps(hi, v);
+        lo = _mm512_min_ps(lo, v);
+    }
+    float h = _mm512_reduce_max_ps(hi), l = _mm512_reduce_min_ps(lo);
+    float span = h - l;
+    if (!(span > 1e-12f))
+        span = 1e-12f;
+    float step = span * (float)(1.0 / 255.0);
+    float zero = rintf(-l / step);
+    zero = zero < 0.0f ? 0.0f : zero > 255.0f ? 255.0f : zero;
+    F16 inv = _mm512_set1_ps(1.0f / step), zv = _mm512_set1_ps(zero);
+    F16 top = _mm512_set1_ps(255.0f), bottom = _mm512_setzero_ps();
+    for (int i = 0; i < n; i += 16) {
+        F16 v = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), inv),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, zv), bottom), top);
+        _mm_storeu_si128((__m128i *)(q + i), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
+    }
+    *step_out = step;
+    *zero_out = zero;
+}
+
+VNNI_TARGET static void add_norm_row16(float *x, const float *y, int n, const float *w,
+                                       const float *b, float eps)
+{
+    F16 s = _mm512_setzero_ps();
+    for (int i = 0; i < n; i += 16) {
+        F16 v = _mm512_add_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i));
+        _mm512_storeu_ps(x + i, v);
+        s = _mm512_add_ps(s, v);
+    }
+    float mean = _mm512_reduce_add_ps(s) / n;
+    F16 m = _mm512_set1_ps(mean), var = _mm512_setzero_ps();
+    for (int i = 0; i < n; i += 16) {
+        F16 c = _mm512_sub_ps(_mm512_loadu_ps(x + i), m);
+        var = _mm512_fmadd_ps(c, c, var);
+    }
+    F16 inv = _mm512_set1_ps(1.0f / sqrtf(_mm512_reduce_add_ps(var) / n + eps));
+    for (int i = 0; i < n; i += 16) {
+        F16 c = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), m), inv);
+        _mm512_storeu_ps(x + i, _mm512_fmadd_ps(c, _mm512_loadu_ps(w + i), _mm512_loadu_ps(b + i)));
+    }
+}
+
+VNNI_TARGET static void dequant_rows16(const int32_t *acc, int ldacc, int rows, const Mat *m,
+                                       const float *step, const float *zero, float *y, int ldy,
+                                       int gelu)
+{
+    int N = m->N;
+    __m512i k128 = _mm512_set1_epi32(128);
+    for (int r = 0; r < rows; r++) {
+        const int32_t *a = acc + (size_t)r * ldacc;
+        float *yr = y + (size_t)r * ldy;
+        F16 st = _mm512_set1_ps(step[r]), shift = _mm512_set1_ps((zero[r] - 128.0f) * step[r]);
+        for (int o = 0; o < N; o += 16) {
+            __m512i i = _mm512_sub_epi32(_mm512_loadu_si512((const void *)(a + o)),
+                                         _mm512_mullo_epi32(k128, _mm512_loadu_si512(
+                                                                      (const void *)(m->colsum + o))));
+            F16 v = _mm512_mul_ps(_mm512_cvtepi32_ps(i),
+                                  _mm512_mul_ps(st, _mm512_loadu_ps(m->scale + o)));
+            v = _mm512_sub_ps(v, _mm512_mul_ps(shift, _mm512_loadu_ps(m->sums + o)));
+            v = _mm512_add_ps(v, _mm512_loadu_ps(m->bias + o));
+            if (gelu)
+                v = gelu16(v);
+            _mm512_storeu_ps(yr + o, v);
+        }
+    }
+}
+
+/* Heads of 32: scores of 4 queries at once against 16 keys a step, softmax, then their
+ * weighted values. kt: [32][Lp] (keys transposed, zero past L), probs: [4][Lp]. */
+VNNI_TARGET static void attention16(const float *qkv, int L, int H, int heads, float *att,
+                                    float *kt, float *probs)
+{
+    const int size = 32;
+    int Lp = (L + 15) & ~15;
+    float scale = 1.0f / sqrtf((float)size);
+    for (int h = 0; h < heads; h++) {
+        for (int d = 0; d < size; d++)
+            for (int j = L; j < Lp; j++)
+                kt[(size_t)d * Lp + j] = 0.0f;
+        for (int j = 0; j < L; j++) {
+            const float *k = qkv + (size_t)j * 3 * H + H + h * size;
+            for (int d = 0; d < size; d++)
+                kt[(size_t)d * Lp + j] = k[d];
+        }
+        for (int i0 = 0; i0 < L; i0 += 4) {
+            int n = L - i0 < 4 ? L - i0 : 4;
+            const float *q[4];
+            for (int r = 0; r < 4; r++)
+                q[r] = qkv + (size_t)(i0 + (r < n ? r : n - 1)) * 3 * H + h * size;
+            for (int jb = 0; jb < Lp; jb += 16) {
+                F16 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+                for (int d = 0; d < size; d++) {
+                    F16 k = _mm512_loadu_ps(kt + (size_t)d * Lp + jb);
+                    s0 = _mm512_fmadd_ps(_mm512_set1_ps(q[0][d]), k, s0);
+                    s1 = _mm512_fmadd_ps(_mm512_set1_ps(q[1][d]), k, s1);
+                    s2 = _mm512_fmadd_ps(_mm512_set1_ps(q[2][d]), k, s2);
+                    s3 = _mm512_fmadd_ps(_mm512_set1_ps(q[3][d]), k, s3);
+                }
+                F16 sc = _mm512_set1_ps(scale);
+                _mm512_storeu_ps(probs + jb, _mm512_mul_ps(s0, sc));
+                _mm512_storeu_ps(probs + Lp + jb, _mm512_mul_ps(s1, sc));
+                _mm512_storeu_ps(probs + 2 * Lp + jb, _mm512_mul_ps(s2, sc));
+                _mm512_storeu_ps(probs + 3 * Lp + jb, _mm512_mul_ps(s3, sc));
+            }
+            for (int r = 0; r < 4; r++) {
+                float *p = probs + (size_t)r * Lp;
+                for (int j = L; j < Lp; j++)
+                    p[j] = -INFINITY;
+                F16 top = _mm512_set1_ps(-INFINITY);
+                for (int j = 0; j < Lp; j += 16)
+                    top = _mm512_max_ps(top, _mm512_loadu_ps(p + j));
+                F16 t = _mm512_set1_ps(_mm512_reduce_max_ps(top)), total = _mm512_setzero_ps();
+                for (int j = 0; j < Lp; j += 16) {
+                    F16 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(p + j), t));
+                    e = _mm512_mask_blend_ps(j + 16 <= L ? 0xFFFF : (__mmask16)((1u << (L - j)) - 1),
+                                             _mm512_setzero_ps(), e);
+                    _mm512_storeu_ps(p + j, e);
+                    total = _mm512_add_ps(total, e);
+                }
+                F16 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(total));
+                for (int j = 0; j < Lp; j += 16)
+                    _mm512_storeu_ps(p + j, _mm512_mul_ps(_mm512_loadu_ps(p + j), inv));
+            }
+            F16 o00 = _mm512_setzero_ps(), o01 = o00, o10 = o00, o11 = o00;
+            F16 o20 = o00, o21 = o00, o30 = o00, o31 = o00;
+            for (int j = 0; j < L; j++) {
+                const float *v = qkv + (size_t)j * 3 * H + 2 * H + h * size;
+                F16 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16);
+                F16 p0 = _mm512_set1_ps(probs[j]), p1 = _mm512_set1_ps(probs[Lp + j]);
+                F16 p2 = _mm512_set1_ps(probs[2 * Lp + j]), p3 = _mm512_set1_ps(probs[3 * Lp + j]);
+                o00 = _mm512_fmadd_ps(p0, v0, o00);
+                o01 = _mm512_fmadd_ps(p0, v1, o01);
+                o10 = _mm512_fmadd_ps(p1, v0, o10);
+                o11 = _mm512_fmadd_ps(p1, v1, o11);
+                o20 = _mm512_fmadd_ps(p2, v0, o20);
+                o21 = _mm512_fmadd_ps(p2, v1, o21);
+                o30 = _mm512_fmadd_ps(p3, v0, o30);
+                o31 = _mm512_fmadd_ps(p3, v1, o31);
+            }
+            float *o = att + (size_t)i0 * H + h * size;
+            _mm512_storeu_ps(o, o00);
+            _mm512_storeu_ps(o + 16, o01);
+            if (n > 1) {
+                _mm512_storeu_ps(o + H, o10);
+                _mm512_storeu_ps(o + H + 16, o11);
+            }
+            if (n > 2) {
+                _mm512_storeu_ps(o + 2 * H, o20);
+                _mm512_storeu_ps(o + 2 * H + 16, o21);
+            }
+            if (n > 3) {
+                _mm512_storeu_ps(o + 3 * H, o30);
+                _mm512_storeu_ps(o + 3 * H + 16, o31);
+            }
+        }
+    }
+}
+#endif
+
 /* ---------------------------------------------------------------------------------- */
 /* one batch                                                                           */
 
@@ -388,50 +599,73 @@ static void attention(Work *w, int heads)
     }
 }
 
+typedef void (*quantise_fn)(const float *, int, uint8_t *, float *, float *);
+typedef void (*norm_fn)(float *, const float *, int, const float *, const float *, float);
+typedef void (*dequant_fn)(const int32_t *, int, int, const Mat *, const float *, const float *,
+                           float *, int, int);
+
 static void forward(const Engine *e, Work *w, int isa)
 {
     int T = w->T, H = e->hidden, F = e->ffn;
+    quantise_fn quantise = quantise_row;
+    norm_fn add_norm = add_norm_row;
+    dequant_fn dequant = dequant_rows;
+    int fast_attention = 0;
+#ifdef HAVE_X86
+    if (isa == ISA_VNNI) {
+        quantise = quantise_row16;
+        add_norm = add_norm_row16;
+        dequant = dequant_rows16;
+        fast_attention = H / e->heads == 32;
+    }
+#endif
     for (int t = 0; t < T; t++)
-        quantise_row(w->x + (size_t)t * H, H, w->qa + (size_t)t * H, &w->step[t], &w->zero[t]);
+        quantise(w->x + (size_t)t * H, H, w->qa + (size_t)t * H, &w->step[t], &w->zero[t]);
     for (int l = 0; l < e->layers; l++) {
         const Layer *ly = &e->layer[l];
         const Mat *qkv = &ly->m[0], *ao = &ly->m[1], *fi = &ly->m[2], *fo = &ly->m[3];
         for (int t0 = 0; t0 < T; t0 += MR) {
             int rows = T - t0 < MR ? T - t0 : MR;
             gemm(isa, w->qa + (size_t)t0 * H, H, rows, qkv, w->acc, 3 * H);
-            dequant_rows(w->acc, 3 * H, rows, qkv, w->step + t0, w->zero + t0,
-                         w->qkv + (size_t)t0 * 3 * H, 3 * H, 0);
+            dequant(w->acc, 3 * H, rows, qkv, w->step + t0, w->zero + t0,
+                    w->qkv + (size_t)t0 * 3 * H, 3 * H, 0);
         }
-        attention(w, e->heads);
+#ifdef HAVE_X86
+        if (fast_attention)
+            for (int b = 0; b < w->B; b++)
+                attention16(w->qkv + (size_t)b * w->L * 3 * H, w->L, H, e->heads,
+                            w->att + (size_t)b * w->L * H, w->kt, w->probs);
+        else
+#endif
+            attention(w, e->heads);
         for (int t = 0; t < T; t++)
-            quantise_row(w->att + (size_t)t * H, H, w->qa + (size_t)t * H, &w->step[t],
-                         &w->zero[t]);
+            quantise(w->att + (size_t)t * H, H, w->qa + (size_t)t * H, &w->step[t], &w->zero[t]);
         for (int t0 = 0; t0 < T; t0 += MR) {
             int rows = T - t0 < MR ? T - t0 : MR;
             uint8_t *qa = w->qa + (size_t)t0 * H;
             float *x = w->x + (size_t)t0 * H;
             /* attention's output projection, residual, norm */
             gemm(isa, qa, H, rows, ao, w->acc, H);
-            dequant_rows(w->acc, H, rows, ao, w->step + t0, w->zero + t0, w->ybuf, H, 0);
+            dequant(w->acc, H, rows, ao, w->step + t0, w->zero + t0, w->ybuf, H, 0);
             for (int r = 0; r < rows; r++) {
-                add_norm_row(x + (size_t)r * H, w->ybuf + (size_t)r * H, H, ly->aln_w,
-                             ly->aln_b, e->eps);
-                quantise_row(x + (size_t)r * H, H, qa + (size_t)r * H, &w->step[t0 + r],
-                             &w->zero[t0 + r]);
+                add_norm(x + (size_t)r * H, w->ybuf + (size_t)r * H, H, ly->aln_w, ly->aln_b,
+                         e->eps);
+                quantise(x + (size_t)r * H, H, qa + (size_t)r * H, &w->step[t0 + r],
+                         &w->zero[t0 + r]);
             }
             /* the FFN on these rows: in, GELU, quantised, out, residual, norm */
             gemm(isa, qa, H, rows, fi, w->acc, F);
-            dequant_rows(w->acc, F, rows, fi, w->step + t0, w->zero + t0, w->ybuf, F, 1);
+            dequant(w->acc, F, rows, fi, w->step + t0, w->zero + t0, w->ybuf, F, 1);
             for (int r = 0; r < rows; r++)
-                quantise_row(w->ybuf + (size_t)r * F, F, w->qf + (size_t)r * F, &w->fstep[r],
-                             &w->fzero[r]);
+                quantise(w->ybuf + (size_t)r * F, F, w->qf + (size_t)r * F, &w->fstep[r],
+                         &w->fzero[r]);
             gemm(isa, w->qf, F, rows, fo, w->acc, H);
-            dequant_rows(w->acc, H, rows, fo, w->fstep, w->fzero, w->ybuf, H, 0);
+            dequant(w->acc, H, rows, fo, w->fstep, w->fzero, w->ybuf, H, 0);
             for (int r = 0; r < rows; r++) {
-                add_norm_row(x + (size_t)r * H, w->ybuf + (size_t)r * H, H, ly->oln_w,
-                             ly->oln_b, e->eps);
-                quantise_row(x + (size_t)r * H, H, qa + (size_t)r * H, &w->step[t0 + r],
-                             &w->zero[t0 + r]);
+                add_norm(x + (size_t)r * H, w->ybuf + (size_t)r * H, H, ly->oln_w, ly->oln_b,
+                         e->eps);
+                quantise(x + (size_t)r * H, H, qa + (size_t)r * H, &w->step[t0 + r],
+                         &w->zero[t0 + r]);
             }
         }
     }
@@ -618,8 +852,9 @@ static int alloc_work(Work *w, const Engine *e, int B, int L)
     w->qkv = amalloc(sizeof(float) * (size_t)T * 3 * H);
     w->att = amalloc(sizeof(float) * (size_t)T * H);
     w->ybuf = amalloc(sizeof(float) * MR * wide);
-    w->kt = amalloc(sizeof(float) * (size_t)H * L);
-    w->probs = amalloc(sizeof(float) * (size_t)L);
+    size_t Lp = ((size_t)L + 15) & ~(size_t)15;
+    w->kt = amalloc(sizeof(float) * (size_t)H * Lp);
+    w->probs = amalloc(sizeof(float) * 4 * Lp);
     w->qa = amalloc((size_t)T * H + 64);
     w->qf = amalloc((size_t)MR * F + 64);
     w->step = amalloc(sizeof(float) * (size_t)T);
