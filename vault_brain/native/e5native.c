@@ -334,8 +334,9 @@ VNNI_TARGET static inline F16 exp16(F16 x)
 VNNI_TARGET static inline F16 gelu16(F16 x)
 {
     F16 z = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.70710678f));
-    F16 t = _mm512_div_ps(_mm512_set1_ps(1.0f),
-                          _mm512_fmadd_ps(z, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.0f)));
+    F16 den = _mm512_fmadd_ps(z, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.0f));
+    F16 t = _mm512_rcp14_ps(den); /* 2^-14, then one Newton step: ~2^-28 */
+    t = _mm512_mul_ps(t, _mm512_fnmadd_ps(den, t, _mm512_set1_ps(2.0f)));
     F16 p = _mm512_set1_ps(1.061405429f);
     p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
     p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
@@ -428,14 +429,16 @@ VNNI_TARGET static void dequant_rows16(const int32_t *acc, int ldacc, int rows, 
     }
 }
 
-/* Heads of 32: scores of 4 queries at once against 16 keys a step, softmax, then their
- * weighted values. kt: [32][Lp] (keys transposed, zero past L), probs: [4][Lp]. */
+/* Heads of 32: the scores of 8 queries against 32 keys a step (16 sums in registers), the
+ * softmax's exponentials, then the 8 queries' weighted values, divided by their totals at
+ * the end. kt: [32][Lp] (keys transposed, zero past L; Lp = L rounded up to 32),
+ * probs: [8][Lp]. */
 VNNI_TARGET static void attention16(const float *qkv, int L, int H, int heads, float *att,
                                     float *kt, float *probs)
 {
-    const int size = 32;
-    int Lp = (L + 15) & ~15;
-    float scale = 1.0f / sqrtf((float)size);
+    enum { size = 32, Q = 8 };
+    int Lp = (L + 31) & ~31;
+    F16 sc = _mm512_set1_ps(1.0f / sqrtf((float)size));
     for (int h = 0; h < heads; h++) {
         for (int d = 0; d < size; d++)
             for (int j = L; j < Lp; j++)
@@ -445,76 +448,105 @@ VNNI_TARGET static void attention16(const float *qkv, int L, int H, int heads, f
             for (int d = 0; d < size; d++)
                 kt[(size_t)d * Lp + j] = k[d];
         }
-        for (int i0 = 0; i0 < L; i0 += 4) {
-            int n = L - i0 < 4 ? L - i0 : 4;
-            const float *q[4];
-            for (int r = 0; r < 4; r++)
+        for (int i0 = 0; i0 < L; i0 += Q) {
+            int n = L - i0 < Q ? L - i0 : Q;
+            const float *q[Q];
+            for (int r = 0; r < Q; r++)
                 q[r] = qkv + (size_t)(i0 + (r < n ? r : n - 1)) * 3 * H + h * size;
-            for (int jb = 0; jb < Lp; jb += 16) {
-                F16 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-                for (int d = 0; d < size; d++) {
-                    F16 k = _mm512_loadu_ps(kt + (size_t)d * Lp + jb);
-                    s0 = _mm512_fmadd_ps(_mm512_set1_ps(q[0][d]), k, s0);
-                    s1 = _mm512_fmadd_ps(_mm512_set1_ps(q[1][d]), k, s1);
-                    s2 = _mm512_fmadd_ps(_mm512_set1_ps(q[2][d]), k, s2);
-                    s3 = _mm512_fmadd_ps(_mm512_set1_ps(q[3][d]), k, s3);
+            for (int jb = 0; jb < Lp; jb += 32) {
+                F16 z = _mm512_setzero_ps();
+                F16 a0 = z, a1 = z, a2 = z, a3 = z, a4 = z, a5 = z, a6 = z, a7 = z;
+                F16 b0 = z, b1 = z, b2 = z, b3 = z, b4 = z, b5 = z, b6 = z, b7 = z;
+                const float *k = kt + jb;
+                for (int d = 0; d < size; d++, k += Lp) {
+                    F16 k0 = _mm512_loadu_ps(k), k1 = _mm512_loadu_ps(k + 16), x;
+#define QK(r)                                                                                 \
+    x = _mm512_set1_ps(q[r][d]);                                                              \
+    a##r = _mm512_fmadd_ps(x, k0, a##r);                                                      \
+    b##r = _mm512_fmadd_ps(x, k1, b##r)
+                    QK(0);
+                    QK(1);
+                    QK(2);
+                    QK(3);
+                    QK(4);
+                    QK(5);
+                    QK(6);
+                    QK(7);
+#undef QK
                 }
-                F16 sc = _mm512_set1_ps(scale);
-                _mm512_storeu_ps(probs + jb, _mm512_mul_ps(s0, sc));
-                _mm512_storeu_ps(probs + Lp + jb, _mm512_mul_ps(s1, sc));
-                _mm512_storeu_ps(probs + 2 * Lp + jb, _mm512_mul_ps(s2, sc));
-                _mm512_storeu_ps(probs + 3 * Lp + jb, _mm512_mul_ps(s3, sc));
+                float *p = probs + jb;
+#define ST(r)                                                                                 \
+    _mm512_storeu_ps(p + (size_t)r * Lp, _mm512_mul_ps(a##r, sc));                            \
+    _mm512_storeu_ps(p + (size_t)r * Lp + 16, _mm512_mul_ps(b##r, sc))
+                ST(0);
+                ST(1);
+                ST(2);
+                ST(3);
+                ST(4);
+                ST(5);
+                ST(6);
+                ST(7);
+#undef ST
             }
-            for (int r = 0; r < 4; r++) {
+            float inv[Q];
+            for (int r = 0; r < Q; r++) {
                 float *p = probs + (size_t)r * Lp;
-                for (int j = L; j < Lp; j++)
-                    p[j] = -INFINITY;
                 F16 top = _mm512_set1_ps(-INFINITY);
-                for (int j = 0; j < Lp; j += 16)
+                int j = 0;
+                for (; j + 16 <= L; j += 16)
                     top = _mm512_max_ps(top, _mm512_loadu_ps(p + j));
+                __mmask16 tail = (__mmask16)((1u << (L - j)) - 1);
+                if (j < L)
+                    top = _mm512_mask_max_ps(top, tail, top, _mm512_loadu_ps(p + j));
                 F16 t = _mm512_set1_ps(_mm512_reduce_max_ps(top)), total = _mm512_setzero_ps();
-                for (int j = 0; j < Lp; j += 16) {
+                for (j = 0; j + 16 <= L; j += 16) {
                     F16 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(p + j), t));
-                    e = _mm512_mask_blend_ps(j + 16 <= L ? 0xFFFF : (__mmask16)((1u << (L - j)) - 1),
-                                             _mm512_setzero_ps(), e);
                     _mm512_storeu_ps(p + j, e);
                     total = _mm512_add_ps(total, e);
                 }
-                F16 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(total));
-                for (int j = 0; j < Lp; j += 16)
-                    _mm512_storeu_ps(p + j, _mm512_mul_ps(_mm512_loadu_ps(p + j), inv));
+                if (j < L) {
+                    F16 e = _mm512_maskz_mov_ps(tail, exp16(_mm512_sub_ps(_mm512_loadu_ps(p + j), t)));
+                    _mm512_storeu_ps(p + j, e);
+                    total = _mm512_add_ps(total, e);
+                }
+                inv[r] = 1.0f / _mm512_reduce_add_ps(total);
             }
-            F16 o00 = _mm512_setzero_ps(), o01 = o00, o10 = o00, o11 = o00;
-            F16 o20 = o00, o21 = o00, o30 = o00, o31 = o00;
-            for (int j = 0; j < L; j++) {
-                const float *v = qkv + (size_t)j * 3 * H + 2 * H + h * size;
-                F16 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16);
-                F16 p0 = _mm512_set1_ps(probs[j]), p1 = _mm512_set1_ps(probs[Lp + j]);
-                F16 p2 = _mm512_set1_ps(probs[2 * Lp + j]), p3 = _mm512_set1_ps(probs[3 * Lp + j]);
-                o00 = _mm512_fmadd_ps(p0, v0, o00);
-                o01 = _mm512_fmadd_ps(p0, v1, o01);
-                o10 = _mm512_fmadd_ps(p1, v0, o10);
-                o11 = _mm512_fmadd_ps(p1, v1, o11);
-                o20 = _mm512_fmadd_ps(p2, v0, o20);
-                o21 = _mm512_fmadd_ps(p2, v1, o21);
-                o30 = _mm512_fmadd_ps(p3, v0, o30);
-                o31 = _mm512_fmadd_ps(p3, v1, o31);
+            F16 z = _mm512_setzero_ps();
+            F16 o00 = z, o01 = z, o10 = z, o11 = z, o20 = z, o21 = z, o30 = z, o31 = z;
+            F16 o40 = z, o41 = z, o50 = z, o51 = z, o60 = z, o61 = z, o70 = z, o71 = z;
+            const float *v = qkv + 2 * H + h * size;
+            for (int j = 0; j < L; j++, v += 3 * H) {
+                F16 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16), x;
+#define PV(r)                                                                                 \
+    x = _mm512_set1_ps(probs[(size_t)r * Lp + j]);                                            \
+    o##r##0 = _mm512_fmadd_ps(x, v0, o##r##0);                                                \
+    o##r##1 = _mm512_fmadd_ps(x, v1, o##r##1)
+                PV(0);
+                PV(1);
+                PV(2);
+                PV(3);
+                PV(4);
+                PV(5);
+                PV(6);
+                PV(7);
+#undef PV
             }
             float *o = att + (size_t)i0 * H + h * size;
-            _mm512_storeu_ps(o, o00);
-            _mm512_storeu_ps(o + 16, o01);
-            if (n > 1) {
-                _mm512_storeu_ps(o + H, o10);
-                _mm512_storeu_ps(o + H + 16, o11);
-            }
-            if (n > 2) {
-                _mm512_storeu_ps(o + 2 * H, o20);
-                _mm512_storeu_ps(o + 2 * H + 16, o21);
-            }
-            if (n > 3) {
-                _mm512_storeu_ps(o + 3 * H, o30);
-                _mm512_storeu_ps(o + 3 * H + 16, o31);
-            }
+#define OUT(r)                                                                                \
+    if (r < n) {                                                                              \
+        F16 s_ = _mm512_set1_ps(inv[r]);                                                      \
+        _mm512_storeu_ps(o + (size_t)r * H, _mm512_mul_ps(o##r##0, s_));                     \
+        _mm512_storeu_ps(o + (size_t)r * H + 16, _mm512_mul_ps(o##r##1, s_));                \
+    }
+            OUT(0)
+            OUT(1)
+            OUT(2)
+            OUT(3)
+            OUT(4)
+            OUT(5)
+            OUT(6)
+            OUT(7)
+#undef OUT
         }
     }
 }
@@ -599,6 +631,14 @@ static void attention(Work *w, int heads)
     }
 }
 
+#ifdef E5PROF
+#include <x86intrin.h>
+static double prof[8];
+#define TICK(i) do { uint64_t now_ = __rdtsc(); prof[i] += (double)(now_ - last_); last_ = now_; } while (0)
+#else
+#define TICK(i) ((void)0)
+#endif
+
 typedef void (*quantise_fn)(const float *, int, uint8_t *, float *, float *);
 typedef void (*norm_fn)(float *, const float *, int, const float *, const float *, float);
 typedef void (*dequant_fn)(const int32_t *, int, int, const Mat *, const float *, const float *,
@@ -619,6 +659,9 @@ static void forward(const Engine *e, Work *w, int isa)
         fast_attention = H / e->heads == 32;
     }
 #endif
+#ifdef E5PROF
+    uint64_t last_ = __rdtsc();
+#endif
     for (int t = 0; t < T; t++)
         quantise(w->x + (size_t)t * H, H, w->qa + (size_t)t * H, &w->step[t], &w->zero[t]);
     for (int l = 0; l < e->layers; l++) {
@@ -626,9 +669,12 @@ static void forward(const Engine *e, Work *w, int isa)
         const Mat *qkv = &ly->m[0], *ao = &ly->m[1], *fi = &ly->m[2], *fo = &ly->m[3];
         for (int t0 = 0; t0 < T; t0 += MR) {
             int rows = T - t0 < MR ? T - t0 : MR;
+            TICK(7);
             gemm(isa, w->qa + (size_t)t0 * H, H, rows, qkv, w->acc, 3 * H);
+            TICK(0);
             dequant(w->acc, 3 * H, rows, qkv, w->step + t0, w->zero + t0,
                     w->qkv + (size_t)t0 * 3 * H, 3 * H, 0);
+            TICK(1);
         }
 #ifdef HAVE_X86
         if (fast_attention)
@@ -638,15 +684,20 @@ static void forward(const Engine *e, Work *w, int isa)
         else
 #endif
             attention(w, e->heads);
+        TICK(2);
         for (int t = 0; t < T; t++)
             quantise(w->att + (size_t)t * H, H, w->qa + (size_t)t * H, &w->step[t], &w->zero[t]);
+        TICK(3);
         for (int t0 = 0; t0 < T; t0 += MR) {
             int rows = T - t0 < MR ? T - t0 : MR;
             uint8_t *qa = w->qa + (size_t)t0 * H;
             float *x = w->x + (size_t)t0 * H;
             /* attention's output projection, residual, norm */
+            TICK(7);
             gemm(isa, qa, H, rows, ao, w->acc, H);
+            TICK(0);
             dequant(w->acc, H, rows, ao, w->step + t0, w->zero + t0, w->ybuf, H, 0);
+            TICK(1);
             for (int r = 0; r < rows; r++) {
                 add_norm(x + (size_t)r * H, w->ybuf + (size_t)r * H, H, ly->aln_w, ly->aln_b,
                          e->eps);
@@ -654,13 +705,19 @@ static void forward(const Engine *e, Work *w, int isa)
                          &w->zero[t0 + r]);
             }
             /* the FFN on these rows: in, GELU, quantised, out, residual, norm */
+            TICK(4);
             gemm(isa, qa, H, rows, fi, w->acc, F);
+            TICK(0);
             dequant(w->acc, F, rows, fi, w->step + t0, w->zero + t0, w->ybuf, F, 1);
+            TICK(5);
             for (int r = 0; r < rows; r++)
                 quantise(w->ybuf + (size_t)r * F, F, w->qf + (size_t)r * F, &w->fstep[r],
                          &w->fzero[r]);
+            TICK(3);
             gemm(isa, w->qf, F, rows, fo, w->acc, H);
+            TICK(0);
             dequant(w->acc, H, rows, fo, w->fstep, w->fzero, w->ybuf, H, 0);
+            TICK(1);
             for (int r = 0; r < rows; r++) {
                 add_norm(x + (size_t)r * H, w->ybuf + (size_t)r * H, H, ly->oln_w, ly->oln_b,
                          e->eps);
@@ -852,9 +909,9 @@ static int alloc_work(Work *w, const Engine *e, int B, int L)
     w->qkv = amalloc(sizeof(float) * (size_t)T * 3 * H);
     w->att = amalloc(sizeof(float) * (size_t)T * H);
     w->ybuf = amalloc(sizeof(float) * MR * wide);
-    size_t Lp = ((size_t)L + 15) & ~(size_t)15;
+    size_t Lp = ((size_t)L + 31) & ~(size_t)31;
     w->kt = amalloc(sizeof(float) * (size_t)H * Lp);
-    w->probs = amalloc(sizeof(float) * 4 * Lp);
+    w->probs = amalloc(sizeof(float) * 8 * Lp);
     w->qa = amalloc((size_t)T * H + 64);
     w->qf = amalloc((size_t)MR * F + 64);
     w->step = amalloc(sizeof(float) * (size_t)T);
@@ -991,9 +1048,24 @@ static PyObject *Engine_isa(Engine *self, void *unused)
     return PyLong_FromLong(self->isa);
 }
 
+#ifdef E5PROF
+static PyObject *Engine_profile(Engine *self, PyObject *unused)
+{
+    PyObject *l = PyList_New(8);
+    for (int i = 0; i < 8; i++) {
+        PyList_SET_ITEM(l, i, PyFloat_FromDouble(prof[i]));
+        prof[i] = 0;
+    }
+    return l;
+}
+#endif
+
 static PyMethodDef Engine_methods[] = {
     {"run", (PyCFunction)Engine_run, METH_VARARGS, "the pooled means of a batch"},
     {"gemm", (PyCFunction)Engine_gemm, METH_VARARGS, "one matrix's integer sums"},
+#ifdef E5PROF
+    {"profile", (PyCFunction)Engine_profile, METH_NOARGS, "cycles by step (scratch builds)"},
+#endif
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef Engine_getset[] = {
