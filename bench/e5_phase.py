@@ -10,7 +10,8 @@ default settings, which embeds every chunk with e5. Runs alternate between the c
 
 `--code DIR` is another checkout (a git worktree of the commit before the change) run with
 this Python. `--with-env KEY=VALUE` adds this checkout once more with that variable set
-(an engine option against the default, e.g. VAULT_BRAIN_E5_ENGINE=native). The kept e5 graph is built in each run (a fresh cache folder), as after an
+(an engine option against the default, e.g. VAULT_BRAIN_E5_ENGINE=native). The kept e5
+graph is built in each run (a fresh cache folder), as after an
 upgrade.
 """
 
