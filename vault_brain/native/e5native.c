@@ -30,6 +30,13 @@
 #endif
 
 #define MR 8      /* token rows a GEMM tile */
+#define RB 32     /* token rows a block: a weight panel serves 4 tiles while in cache */
+/* Row strides of the QKV output and the transposed keys, in floats: one cache line more
+ * than the width, so that a column's walk down the rows does not map every row to the
+ * same few sets of the L1 cache (3 x 384 floats and 128 floats are multiples of 512
+ * bytes: 8 of its 64 sets). */
+#define QKV_STRIDE(H) (3 * (H) + 16)
+#define KT_STRIDE(L) ((((L) + 31) & ~31) + 16)
 #define PANEL 16  /* output columns a packed panel */
 #define ALIGN 64
 
@@ -227,8 +234,8 @@ VNNI_TARGET static void gemm_vnni(const uint8_t *A, int lda, int rows, const Mat
 }
 #endif
 
-static void gemm(int isa, const uint8_t *A, int lda, int rows, const Mat *m, int32_t *out,
-                 int ldo)
+static void gemm_tile(int isa, const uint8_t *A, int lda, int rows, const Mat *m, int32_t *out,
+                      int ldo)
 {
     int panels = m->N / PANEL;
 #ifdef HAVE_X86
@@ -243,6 +250,15 @@ static void gemm(int isa, const uint8_t *A, int lda, int rows, const Mat *m, int
 #endif
     (void)isa;
     gemm_portable(A, lda, rows, m, 0, panels, out, ldo);
+}
+
+/* any number of rows, a tile of MR at a time */
+static void gemm(int isa, const uint8_t *A, int lda, int rows, const Mat *m, int32_t *out,
+                 int ldo)
+{
+    for (int r0 = 0; r0 < rows; r0 += MR)
+        gemm_tile(isa, A + (size_t)r0 * lda, lda, rows - r0 < MR ? rows - r0 : MR, m,
+                  out + (size_t)r0 * ldo, ldo);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -437,28 +453,32 @@ VNNI_TARGET static void attention16(const float *qkv, int L, int H, int heads, f
                                     float *kt, float *probs)
 {
     enum { size = 32, Q = 8 };
-    int Lp = (L + 31) & ~31;
+    int Lp = (L + 31) & ~31, ldk = KT_STRIDE(L), ld = QKV_STRIDE(H);
     F16 sc = _mm512_set1_ps(1.0f / sqrtf((float)size));
+    /* every head's keys transposed in one pass down the rows (a pass a head read each
+     * row's 128 bytes of it, 4.6 kB apart: a fifth of attention's time in cache misses) */
+    for (int c = 0; c < H; c++)
+        for (int j = L; j < Lp; j++)
+            kt[(size_t)c * ldk + j] = 0.0f;
+    for (int j = 0; j < L; j++) {
+        const float *k = qkv + (size_t)j * ld + H;
+        for (int c = 0; c < H; c++)
+            kt[(size_t)c * ldk + j] = k[c];
+    }
+    const float *kt_all = kt;
     for (int h = 0; h < heads; h++) {
-        for (int d = 0; d < size; d++)
-            for (int j = L; j < Lp; j++)
-                kt[(size_t)d * Lp + j] = 0.0f;
-        for (int j = 0; j < L; j++) {
-            const float *k = qkv + (size_t)j * 3 * H + H + h * size;
-            for (int d = 0; d < size; d++)
-                kt[(size_t)d * Lp + j] = k[d];
-        }
+        kt = (float *)kt_all + (size_t)h * size * ldk;
         for (int i0 = 0; i0 < L; i0 += Q) {
             int n = L - i0 < Q ? L - i0 : Q;
             const float *q[Q];
             for (int r = 0; r < Q; r++)
-                q[r] = qkv + (size_t)(i0 + (r < n ? r : n - 1)) * 3 * H + h * size;
+                q[r] = qkv + (size_t)(i0 + (r < n ? r : n - 1)) * ld + h * size;
             for (int jb = 0; jb < Lp; jb += 32) {
                 F16 z = _mm512_setzero_ps();
                 F16 a0 = z, a1 = z, a2 = z, a3 = z, a4 = z, a5 = z, a6 = z, a7 = z;
                 F16 b0 = z, b1 = z, b2 = z, b3 = z, b4 = z, b5 = z, b6 = z, b7 = z;
                 const float *k = kt + jb;
-                for (int d = 0; d < size; d++, k += Lp) {
+                for (int d = 0; d < size; d++, k += ldk) {
                     F16 k0 = _mm512_loadu_ps(k), k1 = _mm512_loadu_ps(k + 16), x;
 #define QK(r)                                                                                 \
     x = _mm512_set1_ps(q[r][d]);                                                              \
@@ -515,7 +535,7 @@ VNNI_TARGET static void attention16(const float *qkv, int L, int H, int heads, f
             F16 o00 = z, o01 = z, o10 = z, o11 = z, o20 = z, o21 = z, o30 = z, o31 = z;
             F16 o40 = z, o41 = z, o50 = z, o51 = z, o60 = z, o61 = z, o70 = z, o71 = z;
             const float *v = qkv + 2 * H + h * size;
-            for (int j = 0; j < L; j++, v += 3 * H) {
+            for (int j = 0; j < L; j++, v += ld) {
                 F16 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16), x;
 #define PV(r)                                                                                 \
     x = _mm512_set1_ps(probs[(size_t)r * Lp + j]);                                            \
@@ -550,6 +570,99 @@ VNNI_TARGET static void attention16(const float *qkv, int L, int H, int heads, f
         }
     }
 }
+
+/* The GEMM with its epilogue in the tile: the 8 x 48 sums go from registers to float
+ * (zero-point correction, scale, bias, GELU on request) and are stored once, as float. */
+typedef struct {
+    const Mat *m;
+    const float *step, *zero;
+    float *y;
+    int ldy, gelu;
+} Epi;
+
+#define EPI1(r, k)                                                                            \
+    {                                                                                         \
+        int o_ = col0 + 16 * k;                                                               \
+        __m512i i_ = _mm512_sub_epi32(                                                        \
+            c##r##k, _mm512_slli_epi32(_mm512_loadu_si512((const void *)(m->colsum + o_)), 7)); \
+        F16 v_ = _mm512_mul_ps(_mm512_cvtepi32_ps(i_),                                        \
+                               _mm512_mul_ps(st, _mm512_loadu_ps(m->scale + o_)));            \
+        v_ = _mm512_sub_ps(v_, _mm512_mul_ps(shift, _mm512_loadu_ps(m->sums + o_)));          \
+        v_ = _mm512_add_ps(v_, _mm512_loadu_ps(m->bias + o_));                                \
+        if (ep->gelu)                                                                         \
+            v_ = gelu16(v_);                                                                  \
+        _mm512_storeu_ps(ep->y + (size_t)r * ep->ldy + o_, v_);                               \
+    }
+#define EPI(r)                                                                                \
+    if (r < rows) {                                                                           \
+        F16 st = _mm512_set1_ps(ep->step[r]);                                                 \
+        F16 shift = _mm512_set1_ps((ep->zero[r] - 128.0f) * ep->step[r]);                     \
+        EPI1(r, 0) EPI1(r, 1) EPI1(r, 2)                                                      \
+    }
+
+VNNI_TARGET static void tile_vnni_epi(const uint8_t *A, int lda, int rows, const int8_t *b,
+                                      size_t pstride, int K4, const Epi *ep, int col0)
+{
+    const Mat *m = ep->m;
+    const uint8_t *a0 = A, *a1 = A + (size_t)(rows > 1 ? 1 : 0) * lda,
+                  *a2 = A + (size_t)(rows > 2 ? 2 : rows - 1) * lda,
+                  *a3 = A + (size_t)(rows > 3 ? 3 : rows - 1) * lda,
+                  *a4 = A + (size_t)(rows > 4 ? 4 : rows - 1) * lda,
+                  *a5 = A + (size_t)(rows > 5 ? 5 : rows - 1) * lda,
+                  *a6 = A + (size_t)(rows > 6 ? 6 : rows - 1) * lda,
+                  *a7 = A + (size_t)(rows > 7 ? 7 : rows - 1) * lda;
+    __m512i z = _mm512_setzero_si512();
+    __m512i c00 = z, c01 = z, c02 = z, c10 = z, c11 = z, c12 = z, c20 = z, c21 = z, c22 = z;
+    __m512i c30 = z, c31 = z, c32 = z, c40 = z, c41 = z, c42 = z, c50 = z, c51 = z, c52 = z;
+    __m512i c60 = z, c61 = z, c62 = z, c70 = z, c71 = z, c72 = z;
+    for (int k4 = 0; k4 < K4; k4++, b += 64) {
+        __m512i w0 = _mm512_load_si512((const void *)b);
+        __m512i w1 = _mm512_load_si512((const void *)(b + pstride));
+        __m512i w2 = _mm512_load_si512((const void *)(b + 2 * pstride));
+        __m512i x;
+        x = BCAST(0);
+        DP(0, x);
+        x = BCAST(1);
+        DP(1, x);
+        x = BCAST(2);
+        DP(2, x);
+        x = BCAST(3);
+        DP(3, x);
+        x = BCAST(4);
+        DP(4, x);
+        x = BCAST(5);
+        DP(5, x);
+        x = BCAST(6);
+        DP(6, x);
+        x = BCAST(7);
+        DP(7, x);
+    }
+    EPI(0)
+    EPI(1)
+    EPI(2)
+    EPI(3)
+    EPI(4)
+    EPI(5)
+    EPI(6)
+    EPI(7)
+}
+
+/* N a multiple of 48 (checked at load) */
+VNNI_TARGET static void gemm_vnni_epi(const uint8_t *A, int lda, int rows, const Epi *ep)
+{
+    const Mat *m = ep->m;
+    int K4 = m->K / 4;
+    size_t pstride = (size_t)K4 * 64;
+    for (int p = 0; p + 3 <= m->N / PANEL; p += 3)
+        for (int r0 = 0; r0 < rows; r0 += MR) {
+            Epi tile = *ep;
+            tile.step += r0;
+            tile.zero += r0;
+            tile.y += (size_t)r0 * ep->ldy;
+            tile_vnni_epi(A + (size_t)r0 * lda, lda, rows - r0 < MR ? rows - r0 : MR,
+                          m->packed + (size_t)p * pstride, pstride, K4, &tile, p * PANEL);
+        }
+}
 #endif
 
 /* ---------------------------------------------------------------------------------- */
@@ -558,9 +671,9 @@ VNNI_TARGET static void attention16(const float *qkv, int L, int H, int heads, f
 typedef struct {
     int T, H, F, L, B;
     float *x, *qkv, *att, *ybuf, *kt, *probs;
-    uint8_t *qa, *qf; /* quantised rows: [T][H] and [MR][F] */
+    uint8_t *qa, *qf; /* quantised rows: [T][H] and [RB][F] */
     float *step, *zero, *fstep, *fzero;
-    int32_t *acc; /* [MR][max(3H, F)] */
+    int32_t *acc; /* [RB][max(3H, F)] */
 } Work;
 
 /* The epilogue of `rows` rows: float = I * (step scale) - (zero - 128) step sums + bias. */
@@ -589,14 +702,15 @@ static void attention(Work *w, int heads)
     int H = w->H, L = w->L, size = H / heads;
     float scale = 1.0f / sqrtf((float)size);
     for (int b = 0; b < w->B; b++) {
-        const float *base = w->qkv + (size_t)b * L * 3 * H;
+        int ld = QKV_STRIDE(H);
+        const float *base = w->qkv + (size_t)b * L * ld;
         for (int h = 0; h < heads; h++) {
             /* K of this head transposed: kt[d][j] */
             for (int j = 0; j < L; j++)
                 for (int d = 0; d < size; d++)
-                    w->kt[(size_t)d * L + j] = base[(size_t)j * 3 * H + H + h * size + d];
+                    w->kt[(size_t)d * L + j] = base[(size_t)j * ld + H + h * size + d];
             for (int i = 0; i < L; i++) {
-                const float *q = base + (size_t)i * 3 * H + h * size;
+                const float *q = base + (size_t)i * ld + h * size;
                 float *s = w->probs;
                 for (int j = 0; j < L; j++)
                     s[j] = 0.0f;
@@ -622,7 +736,7 @@ static void attention(Work *w, int heads)
                     o[d] = 0.0f;
                 for (int j = 0; j < L; j++) {
                     float p = s[j] * inv;
-                    const float *v = base + (size_t)j * 3 * H + 2 * H + h * size;
+                    const float *v = base + (size_t)j * ld + 2 * H + h * size;
                     for (int d = 0; d < size; d++)
                         o[d] += p * v[d];
                 }
@@ -638,11 +752,36 @@ static double prof[8];
 #else
 #define TICK(i) ((void)0)
 #endif
+#ifdef E5PROF
+static int fused_epilogue = 1, row_block = RB;
+#define FUSED fused_epilogue
+#define ROWS_A_BLOCK row_block
+#else
+#define FUSED 1
+#define ROWS_A_BLOCK RB
+#endif
 
 typedef void (*quantise_fn)(const float *, int, uint8_t *, float *, float *);
 typedef void (*norm_fn)(float *, const float *, int, const float *, const float *, float);
 typedef void (*dequant_fn)(const int32_t *, int, int, const Mat *, const float *, const float *,
                            float *, int, int);
+
+/* y[r] = the epilogue of A's rows times m: fused on the VNNI path, else the int32 sums
+ * then dequant's pass. */
+static void linear_rows(int isa, const uint8_t *A, int lda, int rows, const Mat *m,
+                        const float *step, const float *zero, float *y, int ldy, int gelu,
+                        int32_t *acc, dequant_fn dequant)
+{
+#ifdef HAVE_X86
+    if (isa == ISA_VNNI && FUSED) {
+        Epi ep = {m, step, zero, y, ldy, gelu};
+        gemm_vnni_epi(A, lda, rows, &ep);
+        return;
+    }
+#endif
+    gemm(isa, A, lda, rows, m, acc, m->N);
+    dequant(acc, m->N, rows, m, step, zero, y, ldy, gelu);
+}
 
 static void forward(const Engine *e, Work *w, int isa)
 {
@@ -667,19 +806,18 @@ static void forward(const Engine *e, Work *w, int isa)
     for (int l = 0; l < e->layers; l++) {
         const Layer *ly = &e->layer[l];
         const Mat *qkv = &ly->m[0], *ao = &ly->m[1], *fi = &ly->m[2], *fo = &ly->m[3];
-        for (int t0 = 0; t0 < T; t0 += MR) {
-            int rows = T - t0 < MR ? T - t0 : MR;
+        for (int t0 = 0; t0 < T; t0 += ROWS_A_BLOCK) {
+            int rows = T - t0 < ROWS_A_BLOCK ? T - t0 : ROWS_A_BLOCK;
             TICK(7);
-            gemm(isa, w->qa + (size_t)t0 * H, H, rows, qkv, w->acc, 3 * H);
+            linear_rows(isa, w->qa + (size_t)t0 * H, H, rows, qkv, w->step + t0, w->zero + t0,
+                        w->qkv + (size_t)t0 * QKV_STRIDE(H), QKV_STRIDE(H), 0, w->acc,
+                        dequant);
             TICK(0);
-            dequant(w->acc, 3 * H, rows, qkv, w->step + t0, w->zero + t0,
-                    w->qkv + (size_t)t0 * 3 * H, 3 * H, 0);
-            TICK(1);
         }
 #ifdef HAVE_X86
         if (fast_attention)
             for (int b = 0; b < w->B; b++)
-                attention16(w->qkv + (size_t)b * w->L * 3 * H, w->L, H, e->heads,
+                attention16(w->qkv + (size_t)b * w->L * QKV_STRIDE(H), w->L, H, e->heads,
                             w->att + (size_t)b * w->L * H, w->kt, w->probs);
         else
 #endif
@@ -688,16 +826,15 @@ static void forward(const Engine *e, Work *w, int isa)
         for (int t = 0; t < T; t++)
             quantise(w->att + (size_t)t * H, H, w->qa + (size_t)t * H, &w->step[t], &w->zero[t]);
         TICK(3);
-        for (int t0 = 0; t0 < T; t0 += MR) {
-            int rows = T - t0 < MR ? T - t0 : MR;
+        for (int t0 = 0; t0 < T; t0 += ROWS_A_BLOCK) {
+            int rows = T - t0 < ROWS_A_BLOCK ? T - t0 : ROWS_A_BLOCK;
             uint8_t *qa = w->qa + (size_t)t0 * H;
             float *x = w->x + (size_t)t0 * H;
             /* attention's output projection, residual, norm */
             TICK(7);
-            gemm(isa, qa, H, rows, ao, w->acc, H);
+            linear_rows(isa, qa, H, rows, ao, w->step + t0, w->zero + t0, w->ybuf, H, 0, w->acc,
+                        dequant);
             TICK(0);
-            dequant(w->acc, H, rows, ao, w->step + t0, w->zero + t0, w->ybuf, H, 0);
-            TICK(1);
             for (int r = 0; r < rows; r++) {
                 add_norm(x + (size_t)r * H, w->ybuf + (size_t)r * H, H, ly->aln_w, ly->aln_b,
                          e->eps);
@@ -706,18 +843,16 @@ static void forward(const Engine *e, Work *w, int isa)
             }
             /* the FFN on these rows: in, GELU, quantised, out, residual, norm */
             TICK(4);
-            gemm(isa, qa, H, rows, fi, w->acc, F);
+            linear_rows(isa, qa, H, rows, fi, w->step + t0, w->zero + t0, w->ybuf, F, 1, w->acc,
+                        dequant);
             TICK(0);
-            dequant(w->acc, F, rows, fi, w->step + t0, w->zero + t0, w->ybuf, F, 1);
-            TICK(5);
             for (int r = 0; r < rows; r++)
                 quantise(w->ybuf + (size_t)r * F, F, w->qf + (size_t)r * F, &w->fstep[r],
                          &w->fzero[r]);
             TICK(3);
-            gemm(isa, w->qf, F, rows, fo, w->acc, H);
+            linear_rows(isa, w->qf, F, rows, fo, w->fstep, w->fzero, w->ybuf, H, 0, w->acc,
+                        dequant);
             TICK(0);
-            dequant(w->acc, H, rows, fo, w->fstep, w->fzero, w->ybuf, H, 0);
-            TICK(1);
             for (int r = 0; r < rows; r++) {
                 add_norm(x + (size_t)r * H, w->ybuf + (size_t)r * H, H, ly->oln_w, ly->oln_b,
                          e->eps);
@@ -906,19 +1041,19 @@ static int alloc_work(Work *w, const Engine *e, int B, int L)
     w->L = L;
     w->B = B;
     w->x = amalloc(sizeof(float) * (size_t)T * H);
-    w->qkv = amalloc(sizeof(float) * (size_t)T * 3 * H);
+    w->qkv = amalloc(sizeof(float) * (size_t)T * QKV_STRIDE(H));
     w->att = amalloc(sizeof(float) * (size_t)T * H);
-    w->ybuf = amalloc(sizeof(float) * MR * wide);
+    w->ybuf = amalloc(sizeof(float) * RB * wide);
     size_t Lp = ((size_t)L + 31) & ~(size_t)31;
-    w->kt = amalloc(sizeof(float) * (size_t)H * Lp);
+    w->kt = amalloc(sizeof(float) * (size_t)H * KT_STRIDE(L));
     w->probs = amalloc(sizeof(float) * 8 * Lp);
     w->qa = amalloc((size_t)T * H + 64);
-    w->qf = amalloc((size_t)MR * F + 64);
+    w->qf = amalloc((size_t)RB * F + 64);
     w->step = amalloc(sizeof(float) * (size_t)T);
     w->zero = amalloc(sizeof(float) * (size_t)T);
-    w->fstep = amalloc(sizeof(float) * MR);
-    w->fzero = amalloc(sizeof(float) * MR);
-    w->acc = amalloc(sizeof(int32_t) * MR * wide);
+    w->fstep = amalloc(sizeof(float) * RB);
+    w->fzero = amalloc(sizeof(float) * RB);
+    w->acc = amalloc(sizeof(int32_t) * RB * wide);
     if (!(w->x && w->qkv && w->att && w->ybuf && w->kt && w->probs && w->qa && w->qf &&
           w->step && w->zero && w->fstep && w->fzero && w->acc)) {
         free_work(w);
@@ -1028,11 +1163,7 @@ static PyObject *Engine_gemm(Engine *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "rows or out of the wrong size");
     } else {
         Py_BEGIN_ALLOW_THREADS
-        for (int t0 = 0; t0 < rows; t0 += MR) {
-            int r = rows - t0 < MR ? rows - t0 : MR;
-            gemm(isa, (const uint8_t *)q.buf + (size_t)t0 * m->K, m->K, r, m,
-                 (int32_t *)out.buf + (size_t)t0 * m->N, m->N);
-        }
+        gemm(isa, (const uint8_t *)q.buf, m->K, rows, m, (int32_t *)out.buf, m->N);
         Py_END_ALLOW_THREADS
         Py_INCREF(Py_None);
         result = Py_None;
@@ -1049,6 +1180,14 @@ static PyObject *Engine_isa(Engine *self, void *unused)
 }
 
 #ifdef E5PROF
+static PyObject *Engine_fused(Engine *self, PyObject *arg)
+{
+    long v = PyLong_AsLong(arg);
+    fused_epilogue = v > 0;
+    row_block = v > 1 ? (int)v : MR;
+    Py_RETURN_NONE;
+}
+
 static PyObject *Engine_profile(Engine *self, PyObject *unused)
 {
     PyObject *l = PyList_New(8);
@@ -1065,6 +1204,7 @@ static PyMethodDef Engine_methods[] = {
     {"gemm", (PyCFunction)Engine_gemm, METH_VARARGS, "one matrix's integer sums"},
 #ifdef E5PROF
     {"profile", (PyCFunction)Engine_profile, METH_NOARGS, "cycles by step (scratch builds)"},
+    {"fused", (PyCFunction)Engine_fused, METH_O, "the epilogue in the tile (scratch builds)"},
 #endif
     {NULL, NULL, 0, NULL}};
 
