@@ -160,6 +160,14 @@ __attribute__((target("avx2"))) static void gemm_avx2(const uint8_t *A, int lda,
 
 #define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma")))
 
+/* 4 codes of a row as one int32 (memcpy: no aliasing of uint8_t storage as int32_t) */
+static inline int32_t load4(const uint8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
 /* AVX-512 VNNI: 8 rows x 3 panels (48 columns) a step, 4 codes a lane (vpdpbusd sums
  * u8 x s8 products in int32 without saturation), the 24 sums in registers. Fewer rows
  * repeat the last one (computed, not stored). */
@@ -167,7 +175,7 @@ __attribute__((target("avx2"))) static void gemm_avx2(const uint8_t *A, int lda,
     c##r##0 = _mm512_dpbusd_epi32(c##r##0, a, w0);                                            \
     c##r##1 = _mm512_dpbusd_epi32(c##r##1, a, w1);                                            \
     c##r##2 = _mm512_dpbusd_epi32(c##r##2, a, w2)
-#define BCAST(r) _mm512_set1_epi32(*(const int32_t *)(a##r + 4 * k4))
+#define BCAST(r) _mm512_set1_epi32(load4(a##r + 4 * k4))
 #define STORE(r)                                                                              \
     if (r < rows) {                                                                           \
         _mm512_storeu_si512((void *)(out + (size_t)r * ldo), c##r##0);                       \
@@ -745,21 +753,6 @@ static void attention(Work *w, int heads)
     }
 }
 
-#ifdef E5PROF
-#include <x86intrin.h>
-static double prof[8];
-#define TICK(i) do { uint64_t now_ = __rdtsc(); prof[i] += (double)(now_ - last_); last_ = now_; } while (0)
-#else
-#define TICK(i) ((void)0)
-#endif
-#ifdef E5PROF
-static int fused_epilogue = 1, row_block = RB;
-#define FUSED fused_epilogue
-#define ROWS_A_BLOCK row_block
-#else
-#define FUSED 1
-#define ROWS_A_BLOCK RB
-#endif
 
 typedef void (*quantise_fn)(const float *, int, uint8_t *, float *, float *);
 typedef void (*norm_fn)(float *, const float *, int, const float *, const float *, float);
@@ -773,7 +766,7 @@ static void linear_rows(int isa, const uint8_t *A, int lda, int rows, const Mat 
                         int32_t *acc, dequant_fn dequant)
 {
 #ifdef HAVE_X86
-    if (isa == ISA_VNNI && FUSED) {
+    if (isa == ISA_VNNI) {
         Epi ep = {m, step, zero, y, ldy, gelu};
         gemm_vnni_epi(A, lda, rows, &ep);
         return;
@@ -798,21 +791,16 @@ static void forward(const Engine *e, Work *w, int isa)
         fast_attention = H / e->heads == 32;
     }
 #endif
-#ifdef E5PROF
-    uint64_t last_ = __rdtsc();
-#endif
     for (int t = 0; t < T; t++)
         quantise(w->x + (size_t)t * H, H, w->qa + (size_t)t * H, &w->step[t], &w->zero[t]);
     for (int l = 0; l < e->layers; l++) {
         const Layer *ly = &e->layer[l];
         const Mat *qkv = &ly->m[0], *ao = &ly->m[1], *fi = &ly->m[2], *fo = &ly->m[3];
-        for (int t0 = 0; t0 < T; t0 += ROWS_A_BLOCK) {
-            int rows = T - t0 < ROWS_A_BLOCK ? T - t0 : ROWS_A_BLOCK;
-            TICK(7);
+        for (int t0 = 0; t0 < T; t0 += RB) {
+            int rows = T - t0 < RB ? T - t0 : RB;
             linear_rows(isa, w->qa + (size_t)t0 * H, H, rows, qkv, w->step + t0, w->zero + t0,
                         w->qkv + (size_t)t0 * QKV_STRIDE(H), QKV_STRIDE(H), 0, w->acc,
                         dequant);
-            TICK(0);
         }
 #ifdef HAVE_X86
         if (fast_attention)
@@ -822,19 +810,15 @@ static void forward(const Engine *e, Work *w, int isa)
         else
 #endif
             attention(w, e->heads);
-        TICK(2);
         for (int t = 0; t < T; t++)
             quantise(w->att + (size_t)t * H, H, w->qa + (size_t)t * H, &w->step[t], &w->zero[t]);
-        TICK(3);
-        for (int t0 = 0; t0 < T; t0 += ROWS_A_BLOCK) {
-            int rows = T - t0 < ROWS_A_BLOCK ? T - t0 : ROWS_A_BLOCK;
+        for (int t0 = 0; t0 < T; t0 += RB) {
+            int rows = T - t0 < RB ? T - t0 : RB;
             uint8_t *qa = w->qa + (size_t)t0 * H;
             float *x = w->x + (size_t)t0 * H;
             /* attention's output projection, residual, norm */
-            TICK(7);
             linear_rows(isa, qa, H, rows, ao, w->step + t0, w->zero + t0, w->ybuf, H, 0, w->acc,
                         dequant);
-            TICK(0);
             for (int r = 0; r < rows; r++) {
                 add_norm(x + (size_t)r * H, w->ybuf + (size_t)r * H, H, ly->aln_w, ly->aln_b,
                          e->eps);
@@ -842,17 +826,13 @@ static void forward(const Engine *e, Work *w, int isa)
                          &w->zero[t0 + r]);
             }
             /* the FFN on these rows: in, GELU, quantised, out, residual, norm */
-            TICK(4);
             linear_rows(isa, qa, H, rows, fi, w->step + t0, w->zero + t0, w->ybuf, F, 1, w->acc,
                         dequant);
-            TICK(0);
             for (int r = 0; r < rows; r++)
                 quantise(w->ybuf + (size_t)r * F, F, w->qf + (size_t)r * F, &w->fstep[r],
                          &w->fzero[r]);
-            TICK(3);
             linear_rows(isa, w->qf, F, rows, fo, w->fstep, w->fzero, w->ybuf, H, 0, w->acc,
                         dequant);
-            TICK(0);
             for (int r = 0; r < rows; r++) {
                 add_norm(x + (size_t)r * H, w->ybuf + (size_t)r * H, H, ly->oln_w, ly->oln_b,
                          e->eps);
@@ -1179,33 +1159,9 @@ static PyObject *Engine_isa(Engine *self, void *unused)
     return PyLong_FromLong(self->isa);
 }
 
-#ifdef E5PROF
-static PyObject *Engine_fused(Engine *self, PyObject *arg)
-{
-    long v = PyLong_AsLong(arg);
-    fused_epilogue = v > 0;
-    row_block = v > 1 ? (int)v : MR;
-    Py_RETURN_NONE;
-}
-
-static PyObject *Engine_profile(Engine *self, PyObject *unused)
-{
-    PyObject *l = PyList_New(8);
-    for (int i = 0; i < 8; i++) {
-        PyList_SET_ITEM(l, i, PyFloat_FromDouble(prof[i]));
-        prof[i] = 0;
-    }
-    return l;
-}
-#endif
-
 static PyMethodDef Engine_methods[] = {
     {"run", (PyCFunction)Engine_run, METH_VARARGS, "the pooled means of a batch"},
     {"gemm", (PyCFunction)Engine_gemm, METH_VARARGS, "one matrix's integer sums"},
-#ifdef E5PROF
-    {"profile", (PyCFunction)Engine_profile, METH_NOARGS, "cycles by step (scratch builds)"},
-    {"fused", (PyCFunction)Engine_fused, METH_O, "the epilogue in the tile (scratch builds)"},
-#endif
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef Engine_getset[] = {
