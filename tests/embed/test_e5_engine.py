@@ -188,9 +188,10 @@ def test_the_reference_passages_agree_on_every_path(real):
 
 @pytest.mark.slow
 def test_the_embedder_takes_the_engine_when_asked(monkeypatch, tmp_path):
-    """VAULT_BRAIN_E5_ENGINE=native: the embedder loads the C engine (its kernel says so)
-    and its passage vectors agree with onnxruntime's graph's on real notes, batched as the
-    index batches them (rows of one length, two threads); unset, the graph runs."""
+    """VAULT_BRAIN_E5_ENGINE=native: the embedder loads the C engine where its VNNI path
+    runs (its kernel says so), and its passage vectors agree with onnxruntime's graph's on
+    real notes, batched as the index batches them (rows of one length, two threads);
+    unset, the graph runs."""
     from pathlib import Path
 
     from vault_brain.embed.e5 import MIN_AGREEMENT, NATIVE_KERNEL, E5Embedder
@@ -204,7 +205,8 @@ def test_the_embedder_takes_the_engine_when_asked(monkeypatch, tmp_path):
     monkeypatch.setenv(e5_engine.ENGINE_ENV, "native")
     native = E5Embedder(threads=2)
     ours = native.embed(texts)
-    assert native.kernel == NATIVE_KERNEL
+    # Only where its VNNI path runs (elsewhere it is slower than the graph, which runs).
+    assert (native.kernel == NATIVE_KERNEL) == e5_engine.fast_here()
     monkeypatch.delenv(e5_engine.ENGINE_ENV)
     graph = E5Embedder(threads=2)
     theirs = graph.embed(texts)

@@ -17,6 +17,11 @@ from typing import Any
 import numpy as np
 
 ENGINE_ENV = "VAULT_BRAIN_E5_ENGINE"
+# e5native.ISA: the path its import chose. Only the VNNI one is faster than onnxruntime
+# (AVX2's and plain C's float steps are scalar: ~105 and ~990 CPU-ms a chunk against
+# ~20, docs/benchmarks.md "The e5 tier's rate, round 11"); they are kept for the tests,
+# which check the arithmetic on every path.
+ISA_VNNI = 2
 
 
 def wanted() -> bool:
@@ -29,6 +34,12 @@ def module() -> Any:
     from vault_brain.native import load
 
     return load("e5native")
+
+
+def fast_here() -> bool:
+    """Whether the module is built and runs its AVX-512 VNNI path on this CPU."""
+    mod = module()
+    return mod is not None and mod.ISA >= ISA_VNNI
 
 
 class NativeSession:
