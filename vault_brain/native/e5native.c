@@ -1180,7 +1180,8 @@ static PyTypeObject EngineType = {
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "e5native",
-                                    "e5's passage encoder (int8, fused)", -1, NULL};
+                                    "e5's passage encoder (int8, fused)", -1, NULL,
+                                    NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit_e5native(void)
 {
