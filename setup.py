@@ -18,6 +18,14 @@ NATIVE: list[Extension] = [
         extra_compile_args=["-O2", "-std=c99"],
         optional=True,
     ),
+    # A note's lead (vault/note.py's extract_lead and plain_inline): the regex chain per
+    # line in one pass each over its code points.
+    Extension(
+        "vault_brain.native._mdlead",
+        sources=["vault_brain/native/_mdlead.c"],
+        extra_compile_args=["-O2", "-std=c99"],
+        optional=True,
+    ),
     # e5's light query encoder and the one-shot vector scan without numpy (the forked
     # child of a one-shot search: embed/e5_native.py, index/sqlite/vecscan.py).
     # -ffp-contract=off: no fused multiply-add, so a cosine has the same bits on every CPU.

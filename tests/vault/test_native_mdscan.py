@@ -310,9 +310,10 @@ _PARSE_ALL = """
 import hashlib, json, sys, tarfile
 from vault_brain.index.chunking import chunk_note
 from vault_brain.text.analysis import _detection_sample
-from vault_brain.vault import blocks
-from vault_brain.vault.note import UnreadableNote, parse_note
-out = {"native": blocks._native is not None, "notes": {}}
+from vault_brain.vault import blocks, note as note_mod
+from vault_brain.vault.note import UnreadableNote, extract_lead, parse_note
+native = blocks._native is not None and note_mod._native is not None
+out = {"native": native, "notes": {}}
 for archive in sys.argv[1:]:
     with tarfile.open(archive, "r:gz") as tar:
         for member in tar:
@@ -322,7 +323,8 @@ for archive in sys.argv[1:]:
                     note = parse_note(member.name, raw)
                     sample = _detection_sample(f"{note.title}\\n\\n{note.body}")
                     chunks = chunk_note(note.title, note.body, 400, 48, 64, note.headings)
-                    text = repr(note) + repr(sample) + repr(chunks)
+                    whole = extract_lead(note.body, 10**9)  # every line, not the first
+                    text = repr(note) + repr(sample) + repr(chunks) + whole
                 except UnreadableNote as exc:
                     text = "unreadable " + str(exc)
                 data = text.encode("utf-8", "surrogatepass")
@@ -345,7 +347,8 @@ def _parse_all(archives: list[Path], native_on: bool) -> dict:
 
 @pytest.mark.slow
 def test_every_note_of_the_corpora_parses_the_same_with_and_without_c():
-    """parse_note's Note, the language detection's sample and the chunks of every note."""
+    """parse_note's Note, the language detection's sample, the chunks and the lead of
+    every line (_mdlead.c) of every note."""
     archives = [
         corpus(name)
         for name in ("cpp-docs.tar.gz", "obsidian-help.tar.gz", "obsidian-help-i18n.tar.gz")
