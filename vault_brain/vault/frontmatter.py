@@ -47,18 +47,38 @@ def split_frontmatter(text: str) -> Split | None:
     if first.end() == len(text) or text[first.end() - 1] not in "\r\n":
         return Split("", "", "", text, closed=False)
     pos = first.end()
+    fence = _closing(text, pos) if text.find("\r", pos) < 0 else _closing_walk(text, pos)
+    if fence is None:
+        return Split("", "", "", text, closed=False)
+    return Split(
+        text[: first.end()],
+        text[first.end() : fence.start()],
+        fence.group(),
+        text[fence.end() :],
+        closed=True,
+    )
+
+
+def _closing(text: str, pos: int) -> re.Match[str] | None:
+    """_closing_walk's answer for a text without "\r" after pos: a line starts at pos and
+    after each "\n", and a fence line starts with "---", so only those are tried."""
+    while True:
+        fence = _FENCE.match(text, pos)
+        if fence is not None:
+            return fence
+        pos = text.find("\n---", pos) + 1
+        if pos == 0:
+            return None
+
+
+def _closing_walk(text: str, pos: int) -> re.Match[str] | None:
+    """The closing fence: the first line from pos on that is `---` (any line ending)."""
     while pos < len(text):
         fence = _FENCE.match(text, pos)
         if fence is not None:
-            return Split(
-                text[: first.end()],
-                text[first.end() : pos],
-                fence.group(),
-                text[fence.end() :],
-                closed=True,
-            )
+            return fence
         pos = _LINE.match(text, pos).end()  # type: ignore[union-attr]
-    return Split("", "", "", text, closed=False)
+    return None
 
 
 def line_ending(text: str) -> str:
