@@ -40,6 +40,13 @@ NATIVE: list[Extension] = [
         extra_compile_args=["-O2", "-std=c99"],
         optional=True,
     ),
+    # Frozen dataclass instances (Headings, Links) as their __init__ makes them (vault/blocks.py).
+    Extension(
+        "vault_brain.native._records",
+        sources=["vault_brain/native/_records.c"],
+        extra_compile_args=["-O2", "-std=c99"],
+        optional=True,
+    ),
     # e5's light query encoder and the one-shot vector scan without numpy (the forked
     # child of a one-shot search: embed/e5_native.py, index/sqlite/vecscan.py).
     # -ffp-contract=off: no fused multiply-add, so a cosine has the same bits on every CPU.

@@ -11,11 +11,10 @@ import posixpath
 import re
 import unicodedata
 from dataclasses import dataclass
-from itertools import starmap
 from operator import itemgetter
 from urllib.parse import unquote
 
-from vault_brain.vault.blocks import _native, escaped, mask_code
+from vault_brain.vault.blocks import _native, escaped, many, mask_code
 
 
 @dataclass(frozen=True)
@@ -55,7 +54,10 @@ def extract_links(text: str, masked: str | None = None, folder: str = "") -> tup
     if "](" in masked:
         found += _markdown_link_fields(masked, folder)
     found.sort(key=_START)
-    return tuple(starmap(Link, dict.fromkeys(fields for _, fields in found)))
+    return tuple(_links(list(dict.fromkeys(fields for _, fields in found))))
+
+
+_links = many(Link)
 
 
 def _fields(link: Link) -> tuple:
