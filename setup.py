@@ -27,6 +27,35 @@ NATIVE: list[Extension] = [
         extra_compile_args=["-O2", "-std=c99"],
         optional=True,
     ),
+    # A note's lead (vault/note.py's extract_lead and plain_inline): the regex chain per
+    # line in one pass each over its code points.
+    Extension(
+        "vault_brain.native._mdlead",
+        sources=["vault_brain/native/_mdlead.c"],
+        extra_compile_args=["-O2", "-std=c99"],
+        optional=True,
+    ),
+    # A note's read without realpath where its path holds no symlink (vault/reading.py).
+    Extension(
+        "vault_brain.native._readnote",
+        sources=["vault_brain/native/_readnote.c"],
+        extra_compile_args=["-O2", "-std=c99"],
+        optional=True,
+    ),
+    # Simple frontmatter blocks without PyYAML's parser (vault/frontmatter.py).
+    Extension(
+        "vault_brain.native._frontmatter",
+        sources=["vault_brain/native/_frontmatter.c"],
+        extra_compile_args=["-O2", "-std=c99"],
+        optional=True,
+    ),
+    # Frozen dataclass instances (Headings, Links) as their __init__ makes them (vault/blocks.py).
+    Extension(
+        "vault_brain.native._records",
+        sources=["vault_brain/native/_records.c"],
+        extra_compile_args=["-O2", "-std=c99"],
+        optional=True,
+    ),
     # e5's light query encoder and the one-shot vector scan without numpy (the forked
     # child of a one-shot search: embed/e5_native.py, index/sqlite/vecscan.py).
     # -ffp-contract=off: no fused multiply-add, so a cosine has the same bits on every CPU.

@@ -7,7 +7,8 @@ what a parse worker spends per note on a cold `index`, stage by stage.
 Each stage runs over every note before the next starts (stage-major), timed with
 time.process_time, so a stage's figure holds its own work only:
 
-- read: the file's bytes (read_note_bytes: the symlink and path checks, the read);
+- read: the file's bytes (NoteReader.read, one reader for the vault as a parse worker
+  has: the symlink and path checks, the read);
 - frontmatter: UTF-8 decode and the frontmatter block's YAML (note._split_frontmatter);
 - parse body: the rest of parse_note (blocks, code masking, tags, links, lead, hashes):
   parse_note's time less the frontmatter stage's;
@@ -77,7 +78,7 @@ def measure(vault: Path, notes: int, vectors: bool) -> dict:
     )
     from vault_brain.text.analysis import analyze, frontmatter_language, note_language
     from vault_brain.vault import note as note_mod
-    from vault_brain.vault.reading import read_note_bytes
+    from vault_brain.vault.reading import NoteReader
     from vault_brain.vault.scan import scan_vault
 
     settings = load_settings(vault=str(vault), env={})
@@ -95,7 +96,8 @@ def measure(vault: Path, notes: int, vectors: bool) -> dict:
     follow = settings.vault.follow_outside
     cpu: dict[str, float] = {}
 
-    cpu["read"], raws = _cpu(lambda s: read_note_bytes(vault, s.path, follow), files)
+    reader = NoteReader(vault, follow)
+    cpu["read"], raws = _cpu(lambda s: reader.read(s.path), files)
 
     def frontmatter(raw: bytes) -> tuple:
         text = raw.decode("utf-8").removeprefix("\ufeff")

@@ -264,3 +264,41 @@ def test_an_update_of_a_note_whose_aliases_multiply_is_refused_clearly(block: st
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     out = done.stdout.decode()
     assert out.startswith("refused:") and "alias" in out, out
+
+
+# --- the closing fence found by search where no CR can start a line -----------------------
+
+
+def _split_by_walk(text: str):  # noqa: ANN202 - split_frontmatter with the line walk only
+    from vault_brain.vault import frontmatter
+
+    first = frontmatter._FENCE.match(text)
+    if first is None:
+        return None
+    if first.end() == len(text) or text[first.end() - 1] not in "\r\n":
+        return frontmatter.Split("", "", "", text, closed=False)
+    fence = frontmatter._closing_walk(text, first.end())
+    if fence is None:
+        return frontmatter.Split("", "", "", text, closed=False)
+    return frontmatter.Split(
+        text[: first.end()],
+        text[first.end() : fence.start()],
+        fence.group(),
+        text[fence.end() :],
+        closed=True,
+    )
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["---", "-", "--", "\n", "\r", "\r\n", " ", "\t", "a", "x: 1"]), max_size=30
+    )
+)
+def test_the_closing_fence_is_the_line_walks(pieces: list[str]) -> None:
+    from vault_brain.vault.frontmatter import split_frontmatter
+
+    text = "".join(pieces)
+    assert split_frontmatter(text) == _split_by_walk(text)
+    text = "---\n" + text
+    assert split_frontmatter(text) == _split_by_walk(text)

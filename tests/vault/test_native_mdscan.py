@@ -310,9 +310,18 @@ _PARSE_ALL = """
 import hashlib, json, sys, tarfile
 from vault_brain.index.chunking import chunk_note
 from vault_brain.text.analysis import _detection_sample
-from vault_brain.vault import blocks
-from vault_brain.vault.note import UnreadableNote, parse_note
-out = {"native": blocks._native is not None, "notes": {}}
+from vault_brain.vault import blocks, frontmatter, note as note_mod
+from vault_brain.vault.note import UnreadableNote, extract_lead, parse_note
+native = None not in (blocks._native, note_mod._native, frontmatter._native)
+def meta(raw):  # the frontmatter block's whole value, not only the keys a Note keeps
+    split = frontmatter.split_frontmatter(raw.decode("utf-8").removeprefix("\ufeff"))
+    if split is None or not split.closed:
+        return ""
+    try:
+        return repr(frontmatter.load_block(note_mod._newlines(split.block)))
+    except Exception as exc:
+        return type(exc).__name__ + str(exc)
+out = {"native": native, "notes": {}}
 for archive in sys.argv[1:]:
     with tarfile.open(archive, "r:gz") as tar:
         for member in tar:
@@ -322,7 +331,8 @@ for archive in sys.argv[1:]:
                     note = parse_note(member.name, raw)
                     sample = _detection_sample(f"{note.title}\\n\\n{note.body}")
                     chunks = chunk_note(note.title, note.body, 400, 48, 64, note.headings)
-                    text = repr(note) + repr(sample) + repr(chunks)
+                    whole = extract_lead(note.body, 10**9)  # every line, not the first
+                    text = repr(note) + repr(sample) + repr(chunks) + whole + meta(raw)
                 except UnreadableNote as exc:
                     text = "unreadable " + str(exc)
                 data = text.encode("utf-8", "surrogatepass")
@@ -345,7 +355,8 @@ def _parse_all(archives: list[Path], native_on: bool) -> dict:
 
 @pytest.mark.slow
 def test_every_note_of_the_corpora_parses_the_same_with_and_without_c():
-    """parse_note's Note, the language detection's sample and the chunks of every note."""
+    """parse_note's Note, the language detection's sample, the chunks, the lead of every
+    line (_mdlead.c) and the frontmatter's whole value (_frontmatter.c) of every note."""
     archives = [
         corpus(name)
         for name in ("cpp-docs.tar.gz", "obsidian-help.tar.gz", "obsidian-help-i18n.tar.gz")

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, fields
 from itertools import starmap
+from typing import Any
 
 from vault_brain.native import load
 
@@ -21,6 +23,7 @@ from vault_brain.native import load
 # the tests compare it with) runs. A cpp-docs pass's scan and masking: 1.36 -> 0.20 CPU-s
 # (docs/benchmarks.md, "The parse workers' per-character loops in C").
 _native = load("_mdscan")
+_records = load("_records")
 
 # A fence opens a code block: ``` or ~~~ (3 or more). Any indentation and blockquote
 # markers are accepted, so fences nested in list items and callouts count as code too.
@@ -45,6 +48,31 @@ class Heading:
     text: str  # without the '#'s, the optional closing '#'s and the spaces around
 
 
+def many(cls: type) -> Callable[[Iterable[tuple]], list]:
+    """[cls(*row) for row in rows] for a frozen dataclass, in C where `cls` is one whose
+    __init__ only sets its fields (vault_brain/native/_records.c: the same objects, without
+    a Python frame per instance; 64k Headings of cpp-docs: ~0.17 CPU-s a pass)."""
+    names = tuple(f.name for f in fields(cls))
+    params: Any = getattr(cls, "__dataclass_params__", None)
+    plain = (
+        _records is not None
+        and params is not None
+        and params.frozen
+        and params.init
+        and cls.__new__ is object.__new__
+        and not hasattr(cls, "__post_init__")
+        and not hasattr(cls, "__slots__")
+        and all(f.init for f in fields(cls))
+        and len(names) == len(cls.__dataclass_fields__)  # type: ignore[attr-defined]
+    )
+    if not plain:
+        return lambda rows: list(starmap(cls, rows))
+    return lambda rows: _records.instances(cls, names, rows)  # type: ignore[union-attr]
+
+
+_headings = many(Heading)
+
+
 @dataclass(frozen=True)
 class Blocks:
     fenced: tuple[tuple[int, int], ...]  # (start, end) offsets of fenced code, fences included
@@ -56,7 +84,7 @@ def scan(body: str) -> Blocks:
     text, as in CommonMark; ```x``` on one line is an inline span, not a fence."""
     if _native is not None:
         fenced, headings = _native.scan(body)
-        return Blocks(tuple(fenced), tuple(starmap(Heading, headings)))
+        return Blocks(tuple(fenced), tuple(_headings(headings)))
     return scan_py(body)
 
 

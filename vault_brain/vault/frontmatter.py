@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from vault_brain.native import load
+
 # Keys vault-brain writes; `tag` is read as `tags` (Obsidian accepts both).
 OWNED_KEYS = ("id", "title", "summary", "updated", "tags")
 _ALIASES = {"tag": "tags"}
@@ -45,18 +47,38 @@ def split_frontmatter(text: str) -> Split | None:
     if first.end() == len(text) or text[first.end() - 1] not in "\r\n":
         return Split("", "", "", text, closed=False)
     pos = first.end()
+    fence = _closing(text, pos) if text.find("\r", pos) < 0 else _closing_walk(text, pos)
+    if fence is None:
+        return Split("", "", "", text, closed=False)
+    return Split(
+        text[: first.end()],
+        text[first.end() : fence.start()],
+        fence.group(),
+        text[fence.end() :],
+        closed=True,
+    )
+
+
+def _closing(text: str, pos: int) -> re.Match[str] | None:
+    """_closing_walk's answer for a text without "\r" after pos: a line starts at pos and
+    after each "\n", and a fence line starts with "---", so only those are tried."""
+    while True:
+        fence = _FENCE.match(text, pos)
+        if fence is not None:
+            return fence
+        pos = text.find("\n---", pos) + 1
+        if pos == 0:
+            return None
+
+
+def _closing_walk(text: str, pos: int) -> re.Match[str] | None:
+    """The closing fence: the first line from pos on that is `---` (any line ending)."""
     while pos < len(text):
         fence = _FENCE.match(text, pos)
         if fence is not None:
-            return Split(
-                text[: first.end()],
-                text[first.end() : pos],
-                fence.group(),
-                text[fence.end() :],
-                closed=True,
-            )
+            return fence
         pos = _LINE.match(text, pos).end()  # type: ignore[union-attr]
-    return Split("", "", "", text, closed=False)
+    return None
 
 
 def line_ending(text: str) -> str:
@@ -106,9 +128,49 @@ class TooManyValues(ValueError):
 LOAD_ERRORS = (yaml.YAMLError, ValueError, TypeError, RecursionError, OverflowError)
 
 
+# Simple blocks (`key: value` lines, quoted strings, one-line lists, `- item` lists: the
+# subset vault_brain/native/_frontmatter.c describes) without PyYAML's parser, each plain
+# scalar resolved and built by PyYAML's own resolver and constructors (_plain); anything
+# else, and everything without the C or with VAULT_BRAIN_NATIVE=0, goes to PyYAML.
+_native = load("_frontmatter")
+_STR = "tag:yaml.org,2002:str"
+_BUILT = ("null", "bool", "int", "float", "timestamp")  # the tags _plain builds
+_BUILDERS = {
+    f"tag:yaml.org,2002:{t}": Loader.yaml_constructors[f"tag:yaml.org,2002:{t}"] for t in _BUILT
+}
+_FIRSTS = "".join(k for k in Loader.yaml_implicit_resolvers if k)
+if None in Loader.yaml_implicit_resolvers or Loader.yaml_path_resolvers:
+    _native = None  # a resolver for any first character: none of this holds
+_resolver: Any = None
+_plains: dict[str, Any] = {}  # plain scalar -> its value (immutable scalars; bounded in C)
+
+
+def _plain(text: str) -> Any:
+    """A plain scalar's value as PyYAML builds it, or NotImplemented for a tag _BUILT lacks."""
+    global _resolver
+    if _resolver is None:
+        _resolver = Loader("")
+    tag = _resolver.resolve(yaml.ScalarNode, text, (True, False))
+    if tag == _STR:
+        return text
+    build = _BUILDERS.get(tag)
+    if build is None:
+        return NotImplemented
+    return build(_resolver, yaml.ScalarNode(tag, text))
+
+
 def load_block(block: str) -> Any:
     """The block's YAML value. Raises one of LOAD_ERRORS when it cannot be loaded, and
     TooManyValues (before building anything) when its aliases multiply it."""
+    if _native is not None:
+        data = _native.load(block, _plain, _plains, _FIRSTS)
+        if data is not None:
+            return data
+    return load_block_py(block)
+
+
+def load_block_py(block: str) -> Any:
+    """load_block() with PyYAML alone: the fallback, and the reference of the C one."""
     loader = Loader(block)
     try:
         node = loader.get_single_node()

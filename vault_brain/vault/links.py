@@ -11,9 +11,10 @@ import posixpath
 import re
 import unicodedata
 from dataclasses import dataclass
+from operator import itemgetter
 from urllib.parse import unquote
 
-from vault_brain.vault.blocks import _native, escaped, mask_code
+from vault_brain.vault.blocks import _native, escaped, many, mask_code
 
 
 @dataclass(frozen=True)
@@ -44,19 +45,39 @@ def extract_links(text: str, masked: str | None = None, folder: str = "") -> tup
     """
     if masked is None:
         masked = mask_code(text)
-    found: list[tuple[int, Link]] = []
+    # Each link as its fields (target, heading, alias, embed): a Link is equal to another and
+    # hashes as they do, so the distinct fields are the distinct links, and only those are
+    # made into Links (a frozen dataclass's __init__ and __hash__ run in Python).
+    found: list[tuple[int, tuple]] = []
     if "[[" in masked:
-        found += _wikilinks(masked)
+        found += [(start, _fields(link)) for start, link in _wikilinks(masked)]
     if "](" in masked:
-        found += _markdown_links(masked, folder)
-    found.sort(key=lambda pair: pair[0])
-    seen: set[Link] = set()
-    links: list[Link] = []
-    for _, link in found:
-        if link not in seen:
-            seen.add(link)
-            links.append(link)
-    return tuple(links)
+        found += _markdown_link_fields(masked, folder)
+    found.sort(key=_START)
+    return tuple(_links(list(dict.fromkeys(fields for _, fields in found))))
+
+
+_links = many(Link)
+
+
+def _fields(link: Link) -> tuple:
+    return (link.target, link.heading, link.alias, link.embed)
+
+
+_START = itemgetter(0)
+
+
+def _markdown_link_fields(masked: str, folder: str) -> list[tuple[int, tuple]]:
+    """_markdown_links as (start, fields), without a Link made for each."""
+    if _native is None:
+        return [(start, _fields(link)) for start, link in markdown_links_py(masked, folder)]
+    out: list[tuple[int, tuple]] = []
+    for item in _native.note_links(_native.md_links(masked), folder):
+        if len(item) == 5:
+            out.append((item[0], item[1:]))
+        else:
+            out += [(start, _fields(link)) for start, link in _note_links([item], folder)]
+    return out
 
 
 # [text](target) and ![text](target); the target may be <wrapped> and carry a "title".

@@ -20,7 +20,9 @@ from typing import Any
 import yaml
 
 from vault_brain.errors import VaultBrainError
+from vault_brain.native import load
 from vault_brain.vault.blocks import Blocks, Heading, code_spans, mask_code, scan
+from vault_brain.vault.blocks import _native as _scan_native
 from vault_brain.vault.frontmatter import (
     LOAD_ERRORS,
     TooManyValues,
@@ -343,8 +345,24 @@ def _wiki_text(m: re.Match[str]) -> str:
     return (alias or target or heading or "").strip()
 
 
+# The lead's loop, _lead_line and plain_inline in C (vault_brain/native/_mdlead.c), built by
+# `pip install`; without it, or with VAULT_BRAIN_NATIVE=0, the Python below (the reference
+# the tests compare it with) runs. It declines a text holding "\0" (None): the Python reads it.
+_native = load("_mdlead")
+_code_spans = _scan_native.code_spans if _scan_native is not None else code_spans
+
+
 def plain_inline(text: str) -> str:
-    """One line of Markdown as plain text: links become their words, markup goes.
+    """One line of Markdown as plain text: links become their words, markup goes."""
+    if _native is not None:
+        got = _native.plain_inline(text, _code_spans)
+        if got is not None:
+            return got
+    return plain_inline_py(text)
+
+
+def plain_inline_py(text: str) -> str:
+    """plain_inline() in Python: the fallback, and the reference of the C one.
 
     Each pattern runs only when the text holds the character it cannot match without
     (most lines have no link, tag or markup): the same text, in a fraction of the time."""
@@ -387,11 +405,28 @@ def extract_lead(body: str, limit: int = LEAD_CHARS, blocks: Blocks | None = Non
     Headings, code, tables, embeds, comments and markup are left out, so the lead
     reads as the note's first words; the same body always gives the same lead.
     """
+    if _native is not None and blocks is not None:
+        got = _native.lead_text(body, blocks.fenced, limit, LEAD_CHARS * 8, _code_spans)
+        # A comment that opens after the last line read changes none of the lines before
+        # it (they and their fences are the same without it): no need to look further.
+        if got is not None and body.find("<!--", 0, got[1] + 3) < 0:
+            if body.find("%%", 0, got[1] + 1) < 0:
+                return _cut(got[0], limit)
     if "<!--" in body or "%%" in body:
         body = _COMMENTS.sub(lambda m: "\n" * m.group(0).count("\n"), body)
         blocks = None  # the comments are gone: what is code is scanned anew
     if blocks is None:
         blocks = scan(body)
+    if _native is not None:
+        got = _native.lead_text(body, blocks.fenced, limit, LEAD_CHARS * 8, _code_spans)
+        if got is not None:
+            return _cut(got[0], limit)
+    return _cut(_lead_parts(body, limit, blocks), limit)
+
+
+def _lead_parts(body: str, limit: int, blocks: Blocks) -> str:
+    """extract_lead's text before the cut, in Python: the fallback, and the reference of
+    the C one (_native.lead_text)."""
     # Which lines are fenced, found as the loop goes (it stops after 2 × limit characters
     # of prose: most of a long body is never looked at): fenced_lines' answer, line by line.
     spans, at, offset = blocks.fenced, 0, 0
@@ -410,7 +445,7 @@ def extract_lead(body: str, limit: int = LEAD_CHARS, blocks: Blocks | None = Non
             length += len(text) + 1
             if length > limit * 2:
                 break
-    return _cut(" ".join(parts), limit)
+    return " ".join(parts)
 
 
 def _lead_line(line: str) -> str:
@@ -430,7 +465,7 @@ def _lead_line(line: str) -> str:
         stripped = _BULLET.sub("", stripped)
     if not stripped or _SKIPPED_LINE.match(stripped) or _ATX_ANY.match(stripped):
         return ""
-    return plain_inline(stripped)
+    return plain_inline_py(stripped)
 
 
 _SENTENCE_END = re.compile(r"[.!?…](?=\s)|[。！？]")

@@ -15,6 +15,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from vault_brain.errors import Forbidden, InvalidInput
+from vault_brain.native import load
+
+# The read of a note whose path holds no symlink, in C (vault_brain/native/_readnote.c): no
+# realpath (an lstat and Python work per component). It answers None for anything else
+# (a symlink, an error, not Markdown, not a regular file): the Python below decides.
+_native = load("_readnote")
 
 _FLAGS = (
     os.O_RDONLY
@@ -95,6 +101,14 @@ class NoteReader:
     def read(self, rel: str) -> bytes:
         """As read_note_bytes."""
         parts = _parts(rel)
+        if _native is not None:
+            raw = _native.read_plain(self.vault_real, parts)
+            if raw is not None:
+                return raw
+        return self.read_py(parts)
+
+    def read_py(self, parts: list[str]) -> bytes:
+        """read() in Python, of a path _parts checked: the fallback, and the reference."""
         real = os.path.realpath(os.path.join(self.vault_real, *parts))
         why = link_refusal(real, self.vault_real, self.trusted, is_dir=False)
         if why is not None:
