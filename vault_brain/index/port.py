@@ -243,10 +243,20 @@ class VectorQueueWrites(VectorQueueReads, Protocol):
         ...
 
     def store_vectors(
-        self, model: str, items: Sequence[tuple[int, str, bytes]], tier: str = "instant"
+        self,
+        model: str,
+        items: Sequence[tuple[int, str, bytes]],
+        tier: str = "instant",
+        *,
+        cache: bool = True,
     ) -> int:
         """items: (chunk key, text hash, float32 bytes); only chunks still pending with that
-        text are attached. Returns how many were."""
+        text are attached. Returns how many were. `cache=False`: the caller puts them in the
+        embedding cache itself, later (cache_vectors)."""
+        ...
+
+    def cache_vectors(self, model: str, items: Iterable[tuple[str, bytes]]) -> None:
+        """(text hash, float32 bytes) into the embedding cache; a later one of a hash wins."""
         ...
 
 

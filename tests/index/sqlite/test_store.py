@@ -137,3 +137,44 @@ def test_backlinks_of_a_note_with_a_thousand_linkers_are_one_indexed_lookup(vaul
     searched = [step for step in plan if step.startswith("SEARCH links USING")]
     assert [s for s in searched if s.endswith("INDEX links_resolved (target_rowid=?)")], plan
     assert not [step for step in plan if step.startswith("SCAN")], plan
+
+
+def test_chunk_keys_of_a_note_written_in_the_transaction_are_the_ones_a_read_gives(
+    vault, make_brain
+):
+    """upsert_note remembers the rowids it gave the note's chunks (a pass storing parse
+    workers' vectors asks right after): in ordinal order, forgotten when the note goes."""
+    from vault_brain.index.prepare import prepare_bytes
+    from vault_brain.vault.scan import FileStat
+
+    brain = make_brain(sync=False)
+    text = "# Long\n" + "".join(f"\n## Part {k}\n\n" + f"numbat {k} words " * 400 for k in range(3))
+    raw = text.encode()
+    row, chunks, links = prepare_bytes(
+        FileStat("Long.md", 1, len(raw)), raw, brain.settings, False
+    ).rows
+    assert len(chunks) >= 3
+
+    def read_keys(w, rowid: int) -> list[int]:
+        found = w._all("SELECT rowid FROM chunks WHERE note_rowid = ? ORDER BY ordinal", (rowid,))
+        return [r[0] for r in found]
+
+    with brain.index.transaction() as w:
+        rowid = w.upsert_note(row, list(reversed(chunks)), (), links)  # out of order
+        assert w.chunk_keys(rowid) == read_keys(w, rowid)
+        assert len(read_keys(w, rowid)) == len(chunks)
+        again = w.upsert_note(row, chunks[:1], (), links)  # rewritten: one chunk now
+        assert again == rowid and w.chunk_keys(rowid) == read_keys(w, rowid)
+        assert len(w.chunk_keys(rowid)) == 1
+        w.delete_note(rowid)
+        assert w.chunk_keys(rowid) == [] == read_keys(w, rowid)
+
+
+def test_vectors_go_into_the_cache_in_hash_order_and_a_later_one_of_a_hash_wins(vault, make_brain):
+    brain = make_brain(sync=False)
+    items = [("h3", b"\x03" * 8), ("h1", b"\x01" * 8), ("h3", b"\x09" * 8), ("h2", b"\x02" * 8)]
+    with brain.index.transaction() as w:
+        w.cache_vectors("m", items)
+        stored = w._all("SELECT text_hash, vector FROM embed_cache ORDER BY rowid")
+        assert w.cached_vectors("m", ["h1", "h2", "h3"]) == dict(items)
+    assert stored == sorted(dict(items).items())
