@@ -283,33 +283,53 @@ class Syncer:
         vectors = None
         if self.instant is not None:
             vectors = _Vectors(self.instant.name, CACHE_BYTES if deferred is not None else 0)
-        for prepared in _batches(prepared_all):
-            with self.index.transaction() as w:
-                batch = _Touched() if deferred is None else deferred
-                if deferred is not None and not done:
-                    w.set_meta(LINKS_PENDING, "1")
-                for item in prepared:
-                    chunks += self._store(
-                        w, item, indexed.get(item.stat.path), report, batch, vectors
-                    )
-                if vectors is not None:
-                    report.vectors += vectors.store(w)
-                if deferred is None:
-                    w.resolve_links(batch.keys, batch.rowids)
-            done += len(prepared)
-            if progress is not None:
-                progress(SyncProgress("parse", done, len(jobs), chunks))
-            if stop is not None and stop.is_set() and done < len(jobs):
-                report.stopped = True
-                prepared_all.close()  # parse workers stop now
-                break
+        put_off = False  # a first index: secondary indexes are built at its end, sorted
+        try:
+            for prepared in _batches(prepared_all):
+                with self.index.transaction() as w:
+                    batch = _Touched() if deferred is None else deferred
+                    if deferred is not None and not done:
+                        w.set_meta(LINKS_PENDING, "1")
+                        put_off = not w.has_notes()
+                        if put_off:
+                            w.put_off_indexes()
+                    for item in prepared:
+                        chunks += self._store(
+                            w, item, indexed.get(item.stat.path), report, batch, vectors
+                        )
+                    if vectors is not None:
+                        report.vectors += vectors.store(w)
+                    if deferred is None:
+                        w.resolve_links(batch.keys, batch.rowids)
+                done += len(prepared)
+                if progress is not None:
+                    progress(SyncProgress("parse", done, len(jobs), chunks))
+                if stop is not None and stop.is_set() and done < len(jobs):
+                    report.stopped = True
+                    prepared_all.close()  # parse workers stop now
+                    break
+        except BaseException:
+            if put_off:
+                self._make_indexes_anyway()
+            raise
         if deferred is not None:
             with self.index.transaction() as w:
+                if put_off:
+                    w.make_indexes()  # links_target first: resolving reads it
                 if vectors is not None:
                     vectors.cache(w)
                 w.resolve_links(deferred.keys, deferred.rowids)
                 w.set_meta(LINKS_PENDING, None)
         return report
+
+    def _make_indexes_anyway(self) -> None:
+        """A first index failed midway: the indexes it put off, made now if they can be
+        (else the next open of the index makes them: index/sqlite/db.py)."""
+        try:
+            with self.index.transaction() as w:
+                w.make_indexes()
+        except Exception as exc:  # noqa: BLE001 - the pass's own error is what the caller sees
+            log.warn("indexes_not_made", error=str(exc)[:200])
 
     def _prepare_all(self, jobs: list[tuple[FileStat, str | None]]) -> Iterator[Prepared]:
         """Read, parse and chunk: in worker processes when there is a lot of it, in this

@@ -1368,6 +1368,12 @@ class Writes(Reads):
             )
             self._run("DELETE FROM id_redirects WHERE old_id = %s", (note_id,))
 
+    def put_off_indexes(self) -> None:
+        """Postgres keeps its indexes as rows come: nothing is put off."""
+
+    def make_indexes(self) -> None:
+        """Nothing was put off (put_off_indexes)."""
+
     def clear_notes(self) -> None:
         self._run(
             "TRUNCATE links, tags, aliases, chunks, notes, gone_notes, note_postings, note_terms, "
