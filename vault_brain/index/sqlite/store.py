@@ -1198,8 +1198,8 @@ class Writes(Reads):
         """Into the embedding cache in text-hash order: its (model, text_hash) index takes
         them as appends, where hashes in chunk order touch pages all over it. A cold index's
         parse vectors go in a few such batches (index/sync.py): per transaction, the cache's
-        index pages were written again every time (35k vectors of cpp-docs: ~190 of ~690 MB
-        the instant index wrote)."""
+        index pages were written again every time (35k vectors of cpp-docs: ~90 of the
+        ~690 MB a cold instant index wrote)."""
         rows = dict(items)  # a later vector of a hash wins, as INSERT OR REPLACE in order
         self._many(
             "INSERT OR REPLACE INTO embed_cache(model, text_hash, vector) VALUES (?, ?, ?)",
