@@ -140,6 +140,15 @@ class SyncWrites(SyncReads, MetaWrites, Protocol):
         """Every note, chunk, link and vector gone, caches kept (a full rebuild)."""
         ...
 
+    def put_off_indexes(self) -> None:
+        """A first index of many notes begins (the index holds none): the backend may put
+        off building indexes nothing reads while notes are stored, until make_indexes."""
+        ...
+
+    def make_indexes(self) -> None:
+        """The indexes put off, built now (a first index's last transaction)."""
+        ...
+
     def resolve_links(self, keys: Iterable[str], note_rowids: Iterable[int] = ()) -> int:
         """Re-resolve every link whose target is one of `keys`, and every link of these
         notes; returns how many changed."""
@@ -243,10 +252,20 @@ class VectorQueueWrites(VectorQueueReads, Protocol):
         ...
 
     def store_vectors(
-        self, model: str, items: Sequence[tuple[int, str, bytes]], tier: str = "instant"
+        self,
+        model: str,
+        items: Sequence[tuple[int, str, bytes]],
+        tier: str = "instant",
+        *,
+        cache: bool = True,
     ) -> int:
         """items: (chunk key, text hash, float32 bytes); only chunks still pending with that
-        text are attached. Returns how many were."""
+        text are attached. Returns how many were. `cache=False`: the caller puts them in the
+        embedding cache itself, later (cache_vectors)."""
+        ...
+
+    def cache_vectors(self, model: str, items: Iterable[tuple[str, bytes]]) -> None:
+        """(text hash, float32 bytes) into the embedding cache; a later one of a hash wins."""
         ...
 
 

@@ -36,6 +36,9 @@ MAX_WORKERS = 4
 BATCH_NOTES = 200  # notes per transaction: each note is whole, commits stay cheap
 BATCH_SECONDS = 0.5  # ... and short, so another process's save never waits long
 VECTORS_PER_CALL = 1024  # vectors per store call: what the vector queue stores at once
+# A pass of many batches puts its vectors in the embedding cache this many bytes at a time
+# (and at its end), in hash order, not with every transaction (_Vectors).
+CACHE_BYTES = 64 << 20
 # Set while a pass of many batches has stored notes whose links it resolves only at its
 # end; a pass killed before then leaves it set, and the next sync_all resolves every link.
 LINKS_PENDING = "links_pending"
@@ -277,32 +280,56 @@ class Syncer:
         if progress is not None and jobs:
             progress(SyncProgress("parse", 0, len(jobs)))
         prepared_all = self._prepare_all(jobs)
-        vectors = _Vectors(self.instant.name) if self.instant is not None else None
-        for prepared in _batches(prepared_all):
-            with self.index.transaction() as w:
-                batch = _Touched() if deferred is None else deferred
-                if deferred is not None and not done:
-                    w.set_meta(LINKS_PENDING, "1")
-                for item in prepared:
-                    chunks += self._store(
-                        w, item, indexed.get(item.stat.path), report, batch, vectors
-                    )
-                if vectors is not None:
-                    report.vectors += vectors.store(w)
-                if deferred is None:
-                    w.resolve_links(batch.keys, batch.rowids)
-            done += len(prepared)
-            if progress is not None:
-                progress(SyncProgress("parse", done, len(jobs), chunks))
-            if stop is not None and stop.is_set() and done < len(jobs):
-                report.stopped = True
-                prepared_all.close()  # parse workers stop now
-                break
+        vectors = None
+        if self.instant is not None:
+            vectors = _Vectors(self.instant.name, CACHE_BYTES if deferred is not None else 0)
+        put_off = False  # a first index: secondary indexes are built at its end, sorted
+        try:
+            for prepared in _batches(prepared_all):
+                with self.index.transaction() as w:
+                    batch = _Touched() if deferred is None else deferred
+                    if deferred is not None and not done:
+                        w.set_meta(LINKS_PENDING, "1")
+                        put_off = not w.has_notes()
+                        if put_off:
+                            w.put_off_indexes()
+                    for item in prepared:
+                        chunks += self._store(
+                            w, item, indexed.get(item.stat.path), report, batch, vectors
+                        )
+                    if vectors is not None:
+                        report.vectors += vectors.store(w)
+                    if deferred is None:
+                        w.resolve_links(batch.keys, batch.rowids)
+                done += len(prepared)
+                if progress is not None:
+                    progress(SyncProgress("parse", done, len(jobs), chunks))
+                if stop is not None and stop.is_set() and done < len(jobs):
+                    report.stopped = True
+                    prepared_all.close()  # parse workers stop now
+                    break
+        except BaseException:
+            if put_off:
+                self._make_indexes_anyway()
+            raise
         if deferred is not None:
             with self.index.transaction() as w:
+                if put_off:
+                    w.make_indexes()  # links_target first: resolving reads it
+                if vectors is not None:
+                    vectors.cache(w)
                 w.resolve_links(deferred.keys, deferred.rowids)
                 w.set_meta(LINKS_PENDING, None)
         return report
+
+    def _make_indexes_anyway(self) -> None:
+        """A first index failed midway: the indexes it put off, made now if they can be
+        (else the next open of the index makes them: index/sqlite/db.py)."""
+        try:
+            with self.index.transaction() as w:
+                w.make_indexes()
+        except Exception as exc:  # noqa: BLE001 - the pass's own error is what the caller sees
+            log.warn("indexes_not_made", error=str(exc)[:200])
 
     def _prepare_all(self, jobs: list[tuple[FileStat, str | None]]) -> Iterator[Prepared]:
         """Read, parse and chunk: in worker processes when there is a lot of it, in this
@@ -456,12 +483,19 @@ class _Touched:
 class _Vectors:
     """The instant vectors parse workers made for one transaction's notes, stored with
     them: the tier is switched to the model first when it holds another (as the vector
-    queue does), and only chunks still pending with that text take a vector."""
+    queue does), and only chunks still pending with that text take a vector.
 
-    def __init__(self, model: str) -> None:
+    With `cache_bytes`, their embedding-cache rows wait until that many bytes of them are
+    held (or the pass ends: `cache`), then go in hash order (Writes.cache_vectors): the
+    cache is only ever a shortcut, so rows that a killed pass never wrote cost a re-embed."""
+
+    def __init__(self, model: str, cache_bytes: int = 0) -> None:
         self.model = model
         self.items: list[tuple[int, str, bytes]] = []
         self._ready = False
+        self._cache_bytes = cache_bytes
+        self._held: list[tuple[str, bytes]] = []
+        self._held_bytes = 0
 
     def add(self, keys: list[int], chunks: list[ChunkRow], vectors: np.ndarray) -> None:
         if len(keys) == len(chunks) == len(vectors):
@@ -480,11 +514,23 @@ class _Vectors:
                 w.reset_vectors(self.model, len(self.items[0][2]) // 4, INSTANT)
             self._ready = True
         stored = 0
+        later = self._cache_bytes > 0
         for at in range(0, len(self.items), VECTORS_PER_CALL):
             part = self.items[at : at + VECTORS_PER_CALL]
-            stored += w.store_vectors(self.model, part, INSTANT)
+            stored += w.store_vectors(self.model, part, INSTANT, cache=not later)
+        if later:
+            self._held += [(h, v) for _, h, v in self.items]
+            self._held_bytes += sum(len(v) for _, _, v in self.items)
+            if self._held_bytes >= self._cache_bytes:
+                self.cache(w)
         self.items = []
         return stored
+
+    def cache(self, w: Writes) -> None:
+        """The held vectors into the embedding cache."""
+        if self._held:
+            w.cache_vectors(self.model, self._held)
+        self._held, self._held_bytes = [], 0
 
 
 def _batches(items: Iterator[Prepared]) -> Iterator[list[Prepared]]:

@@ -137,3 +137,102 @@ def test_backlinks_of_a_note_with_a_thousand_linkers_are_one_indexed_lookup(vaul
     searched = [step for step in plan if step.startswith("SEARCH links USING")]
     assert [s for s in searched if s.endswith("INDEX links_resolved (target_rowid=?)")], plan
     assert not [step for step in plan if step.startswith("SCAN")], plan
+
+
+def test_chunk_keys_of_a_note_written_in_the_transaction_are_the_ones_a_read_gives(
+    vault, make_brain
+):
+    """upsert_note remembers the rowids it gave the note's chunks (a pass storing parse
+    workers' vectors asks right after): in ordinal order, forgotten when the note goes."""
+    from vault_brain.index.prepare import prepare_bytes
+    from vault_brain.vault.scan import FileStat
+
+    brain = make_brain(sync=False)
+    text = "# Long\n" + "".join(f"\n## Part {k}\n\n" + f"numbat {k} words " * 400 for k in range(3))
+    raw = text.encode()
+    row, chunks, links = prepare_bytes(
+        FileStat("Long.md", 1, len(raw)), raw, brain.settings, False
+    ).rows
+    assert len(chunks) >= 3
+
+    def read_keys(w, rowid: int) -> list[int]:
+        found = w._all("SELECT rowid FROM chunks WHERE note_rowid = ? ORDER BY ordinal", (rowid,))
+        return [r[0] for r in found]
+
+    with brain.index.transaction() as w:
+        rowid = w.upsert_note(row, list(reversed(chunks)), (), links)  # out of order
+        assert w.chunk_keys(rowid) == read_keys(w, rowid)
+        assert len(read_keys(w, rowid)) == len(chunks)
+        again = w.upsert_note(row, chunks[:1], (), links)  # rewritten: one chunk now
+        assert again == rowid and w.chunk_keys(rowid) == read_keys(w, rowid)
+        assert len(w.chunk_keys(rowid)) == 1
+        w.delete_note(rowid)
+        assert w.chunk_keys(rowid) == [] == read_keys(w, rowid)
+
+
+def test_vectors_go_into_the_cache_in_hash_order_and_a_later_one_of_a_hash_wins(vault, make_brain):
+    brain = make_brain(sync=False)
+    items = [("h3", b"\x03" * 8), ("h1", b"\x01" * 8), ("h3", b"\x09" * 8), ("h2", b"\x02" * 8)]
+    with brain.index.transaction() as w:
+        w.cache_vectors("m", items)
+        stored = w._all("SELECT text_hash, vector FROM embed_cache ORDER BY rowid")
+        assert w.cached_vectors("m", ["h1", "h2", "h3"]) == dict(items)
+    assert stored == sorted(dict(items).items())
+
+
+def _midway(progress) -> bool:
+    """A pass's progress after a batch that is not its last."""
+    return progress.phase == "parse" and 0 < progress.done < progress.total
+
+
+def _index_names(brain) -> set[str]:
+    with brain.index.read() as r:
+        return {row[0] for row in r._all("SELECT name FROM sqlite_master WHERE type = 'index'")}
+
+
+def test_a_first_index_builds_the_put_off_indexes_at_its_end(vault, make_brain):
+    """A first index of many batches stores its notes without the secondary indexes of
+    schema.PUT_OFF and makes them in its last transaction: the same schema as ever after
+    it; while it runs they are absent (what makes it cheaper)."""
+    from vault_brain.index.sqlite.schema import INDEXES, PUT_OFF
+    from vault_brain.index.sync import BATCH_NOTES
+
+    _chain(vault, 2 * BATCH_NOTES + 50)
+    brain = make_brain(sync=False)
+    during: list[set[str]] = []
+    brain.sync(progress=lambda p: _midway(p) and during.append(_index_names(brain)))
+    assert during and not set(PUT_OFF) & during[0]
+    assert set(INDEXES) <= _index_names(brain)
+    # A second pass over an index with notes puts nothing off.
+    for i in range(BATCH_NOTES + 10):
+        vault.write(f"more/{i}.md", f"# More {i}\n\n[[{i:04d}]]\n")
+    during.clear()
+    brain.sync(progress=lambda p: _midway(p) and during.append(_index_names(brain)))
+    assert during and all(set(INDEXES) <= names for names in during)
+
+
+def test_a_first_index_that_fails_midway_or_dies_leaves_no_index_missing(
+    vault, make_brain, make_settings
+):
+    from vault_brain.index.sqlite.schema import INDEXES, PUT_OFF
+    from vault_brain.index.sync import BATCH_NOTES
+    from vault_brain.service import Brain
+
+    _chain(vault, 2 * BATCH_NOTES + 50)
+    brain = make_brain(sync=False)
+
+    def fail(progress) -> None:
+        if _midway(progress):
+            raise RuntimeError("midway")
+
+    with pytest.raises(RuntimeError, match="midway"):
+        brain.sync(progress=fail)
+    assert set(INDEXES) <= _index_names(brain)
+    # What a pass killed midway leaves: the next open makes them.
+    with brain.index.transaction() as w:
+        w.put_off_indexes()
+    assert not set(PUT_OFF) & _index_names(brain)
+    brain.close()
+    with Brain(make_settings()) as again:
+        assert set(INDEXES) <= _index_names(again)
+        assert again.sync().changed > 0

@@ -1368,6 +1368,12 @@ class Writes(Reads):
             )
             self._run("DELETE FROM id_redirects WHERE old_id = %s", (note_id,))
 
+    def put_off_indexes(self) -> None:
+        """Postgres keeps its indexes as rows come: nothing is put off."""
+
+    def make_indexes(self) -> None:
+        """Nothing was put off (put_off_indexes)."""
+
     def clear_notes(self) -> None:
         self._run(
             "TRUNCATE links, tags, aliases, chunks, notes, gone_notes, note_postings, note_terms, "
@@ -1419,18 +1425,20 @@ class Writes(Reads):
         self.set_meta(f"{t.meta}_dim", str(dim))
 
     def store_vectors(
-        self, model: str, items: Sequence[tuple[int, str, bytes]], tier: str = INSTANT
+        self,
+        model: str,
+        items: Sequence[tuple[int, str, bytes]],
+        tier: str = INSTANT,
+        *,
+        cache: bool = True,
     ) -> int:
         import numpy as np
 
         t = _tier(tier)
         if not items:
             return 0
-        self._many(
-            "INSERT INTO embed_cache(model, text_hash, vector) VALUES (%s, %s, %s) "
-            "ON CONFLICT (model, text_hash) DO UPDATE SET vector = excluded.vector",
-            sorted({(model, h, v) for _, h, v in items}),
-        )
+        if cache:
+            self.cache_vectors(model, ((h, v) for _, h, v in items))
         live = {
             (r[0], r[1]): r[2]
             for r in self._all(
@@ -1454,6 +1462,15 @@ class Writes(Reads):
                 f"UPDATE chunks SET {t.state} = 1 WHERE rowid = ANY(%s)", ([r for r, _, _ in rows],)
             )
         return len(rows)
+
+    def cache_vectors(self, model: str, items: Iterable[tuple[str, bytes]]) -> None:
+        rows = dict(items)  # a later vector of a hash wins
+        if rows:
+            self._many(
+                "INSERT INTO embed_cache(model, text_hash, vector) VALUES (%s, %s, %s) "
+                "ON CONFLICT (model, text_hash) DO UPDATE SET vector = excluded.vector",
+                [(model, h, rows[h]) for h in sorted(rows)],
+            )
 
     # -- summaries -----------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from vault_brain.index.pool import ReaderPool
 from vault_brain.index.port import NOTE_LOCK_SECONDS
 from vault_brain.index.sqlite import totals
 from vault_brain.index.sqlite.lock import LOCK_NAME, IndexerLock
-from vault_brain.index.sqlite.schema import SCHEMA, SCHEMA_VERSION, STAT_INDEX
+from vault_brain.index.sqlite.schema import INDEXES, SCHEMA, SCHEMA_VERSION
 from vault_brain.index.sqlite.store import Reads, Writes
 
 Connection = Any  # sqlite3.Connection or sqlean.Connection: the same DB-API shape
@@ -214,19 +214,23 @@ def _recount_text_totals(conn: Connection) -> None:
     )
 
 
-def _add_stat_index(conn: Connection) -> None:
-    """An index made before the stat pass's covering index (schema.STAT_INDEX) gets it, once
-    (~10 ms at 10k notes): its searches then read the notes' stats as a fresh index's do,
-    without a rebuild. An index that cannot be written now is given it by a later open."""
-    exists = "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?"
-    _upgrade_once(
-        conn,
-        lambda: not conn.execute(exists, (STAT_INDEX,)).fetchone(),
-        lambda: conn.execute(
-            f"CREATE INDEX IF NOT EXISTS {STAT_INDEX} ON notes(path, mtime_ns, size)"
-        ),
-        "index_stat_index_not_added",
-    )
+def _add_missing_indexes(conn: Connection) -> None:
+    """Every index the schema names, made where it is missing, once: an index made before
+    one of them (the stat pass's covering index, schema.STAT_INDEX: ~10 ms at 10k notes)
+    gets it without a rebuild, and a first index that died before its end (it makes the
+    indexes of schema.PUT_OFF there) gets those. An index that cannot be written now is
+    given them by a later open."""
+    names = "SELECT name FROM sqlite_master WHERE type = 'index'"
+
+    def missing() -> list[str]:
+        have = {row[0] for row in conn.execute(names)}
+        return [sql for name, sql in INDEXES.items() if name not in have]
+
+    def add() -> None:
+        for sql in missing():
+            conn.execute(sql)
+
+    _upgrade_once(conn, lambda: bool(missing()), add, "index_indexes_not_added")
 
 
 def _upgrade_once(
@@ -297,7 +301,7 @@ def open_database(path: Path) -> Connection:
                 _create_schema(conn)
             else:
                 _recount_text_totals(conn)
-                _add_stat_index(conn)
+                _add_missing_indexes(conn)
             conn.execute("SELECT count(*) FROM notes").fetchone()
             return conn
         except errors as exc:

@@ -1,6 +1,8 @@
 """The sidecar's schema in one readable block. Bump SCHEMA_VERSION on any change:
 the index is disposable, so a new version simply rebuilds from the files."""
 
+import re
+
 SCHEMA_VERSION = 8
 
 # The stat pass's covering index: every one-shot search compares the vault's (path, mtime,
@@ -129,3 +131,27 @@ CREATE TABLE summary_cache (              -- LLM summaries by content: a reindex
     UNIQUE (model, body_hash)
 )
 """
+
+
+# Every index the schema makes, by name, with the statement that makes it.
+INDEXES = {m[1]: m[0] for m in re.finditer(r"CREATE INDEX (\w+) ON [^;\n]*", SCHEMA)}
+
+# The secondary indexes a first index of many notes builds at its end, from sorted keys,
+# instead of row by row: their keys come in no order (titles, hashes, link targets), so 200
+# notes a transaction rewrote most of their pages every time. None is read while a pass
+# stores notes (paths, ids and chunks keep theirs); the pass's last transaction, which
+# resolves the links, makes them first. A pass that dies before leaves them to the next open.
+PUT_OFF = (
+    "notes_sort",
+    "notes_folder",
+    "notes_stem",
+    "notes_path_key",
+    "notes_body_hash",
+    "notes_claimed",
+    "notes_lang",
+    "notes_title",
+    "tags_tag",
+    "aliases_key",
+    "links_target",
+    "links_resolved",
+)

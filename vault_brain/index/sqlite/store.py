@@ -835,6 +835,9 @@ class Writes(Reads):
         # [rows, words per column] deleted from each FTS5 table: taken off its totals
         # before COMMIT (index/sqlite/totals.py).
         self._gone = totals.nothing_gone()
+        # The chunk rowids of the notes this transaction wrote, in ordinal order: a pass
+        # that stores parse workers' vectors asks for them right after (chunk_keys).
+        self._written: dict[int, list[int]] = {}
 
     def finish(self) -> None:
         """What the transaction owes before its COMMIT: FTS5's totals without the rows it
@@ -876,6 +879,7 @@ class Writes(Reads):
         self._run("UPDATE notes SET id = ? WHERE path = ?", (note_id, path))
 
     def _drop_note_parts(self, rowid: int) -> None:
+        self._written.pop(rowid, None)
         chunk_ids = [
             r[0] for r in self._all("SELECT rowid FROM chunks WHERE note_rowid = ?", (rowid,))
         ]
@@ -962,16 +966,20 @@ class Writes(Reads):
                 "INSERT INTO notes_fts(rowid, title, headings, body) VALUES (?,?,?,?)",
                 (rowid, *note.fts),
             )
+        keys = []
         for c in chunks:
             cur = self._run(
                 """INSERT INTO chunks(note_rowid, ordinal, heading_path, text, text_hash, tokens)
                    VALUES (?,?,?,?,?,?)""",
                 (rowid, c.ordinal, c.heading_path, c.text, c.text_hash, c.tokens),
             )
+            keys.append(cur.lastrowid)  # type: ignore[attr-defined]
             self._run(
                 "INSERT INTO chunks_fts(rowid, title, headings, body) VALUES (?,?,?,?)",
-                (cur.lastrowid, c.fts_title, c.fts_headings, c.fts_body),  # type: ignore[attr-defined]
+                (keys[-1], c.fts_title, c.fts_headings, c.fts_body),
             )
+        ordinals = [c.ordinal for c in chunks]
+        self._written[rowid] = [k for _, k in sorted(zip(ordinals, keys, strict=True))]
         self._many(
             "INSERT OR IGNORE INTO tags(note_rowid, tag) VALUES (?, ?)", [(rowid, t) for t in tags]
         )
@@ -990,6 +998,9 @@ class Writes(Reads):
         return rowid
 
     def chunk_keys(self, rowid: int) -> list[int]:
+        written = self._written.get(rowid)
+        if written is not None:  # written by this transaction: no read needed
+            return list(written)
         rows = self._all("SELECT rowid FROM chunks WHERE note_rowid = ? ORDER BY ordinal", (rowid,))
         return [r[0] for r in rows]
 
@@ -1027,6 +1038,23 @@ class Writes(Reads):
                 (row[1], note_id),
             )
             self._run("DELETE FROM id_redirects WHERE old_id = ?", (note_id,))
+
+    def put_off_indexes(self) -> None:
+        """A first index of many notes is under way: the secondary indexes it builds at its
+        end (schema.PUT_OFF) go until make_indexes."""
+        from vault_brain.index.sqlite.schema import PUT_OFF
+
+        for name in PUT_OFF:
+            self._run(f"DROP INDEX IF EXISTS {name}")
+
+    def make_indexes(self) -> None:
+        """Every index of the schema that is missing, made now (from sorted keys)."""
+        from vault_brain.index.sqlite.schema import INDEXES
+
+        have = {r[0] for r in self._all("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        for name, sql in INDEXES.items():
+            if name not in have:
+                self._run(sql)
 
     def check_text_index(self) -> None:
         """FTS5's own integrity check; raises (IndexDamaged, through the transaction) when
@@ -1069,6 +1097,7 @@ class Writes(Reads):
         for table in ("chunks_fts", "notes_fts"):
             self._run(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
         self._gone = totals.nothing_gone()  # delete-all zeroes the totals itself
+        self._written.clear()
         for tier in TIERS.values():
             if self.has_vector_table(tier.name):
                 self._run(f"DELETE FROM {tier.table}")
@@ -1137,14 +1166,17 @@ class Writes(Reads):
         self.set_meta(f"{t.meta}_dim", str(dim))
 
     def store_vectors(
-        self, model: str, items: Sequence[tuple[int, str, bytes]], tier: str = INSTANT
+        self,
+        model: str,
+        items: Sequence[tuple[int, str, bytes]],
+        tier: str = INSTANT,
+        *,
+        cache: bool = True,
     ) -> int:
         """items: (chunk rowid, text hash, float32 bytes); returns how many were attached."""
         t = _tier(tier)
-        self._many(
-            "INSERT OR REPLACE INTO embed_cache(model, text_hash, vector) VALUES (?, ?, ?)",
-            [(model, h, v) for _, h, v in items],
-        )
+        if cache:
+            self.cache_vectors(model, ((h, v) for _, h, v in items))
         rowids = [r for r, _, _ in items]
         marks = ",".join("?" * len(rowids))
         # Only chunks that still exist, unchanged and pending (a note may have changed).
@@ -1161,6 +1193,18 @@ class Writes(Reads):
         if rows:
             self.bump_vector_epoch(tier)
         return len(rows)
+
+    def cache_vectors(self, model: str, items: Iterable[tuple[str, bytes]]) -> None:
+        """Into the embedding cache in text-hash order: its (model, text_hash) index takes
+        them as appends, where hashes in chunk order touch pages all over it. A cold index's
+        parse vectors go in a few such batches (index/sync.py): per transaction, the cache's
+        index pages were written again every time (35k vectors of cpp-docs: ~90 of the
+        ~690 MB a cold instant index wrote)."""
+        rows = dict(items)  # a later vector of a hash wins, as INSERT OR REPLACE in order
+        self._many(
+            "INSERT OR REPLACE INTO embed_cache(model, text_hash, vector) VALUES (?, ?, ?)",
+            [(model, h, rows[h]) for h in sorted(rows)],
+        )
 
     # -- summaries -----------------------------------------------------------------------
 
