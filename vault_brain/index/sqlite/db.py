@@ -24,7 +24,7 @@ from vault_brain.index.pool import ReaderPool
 from vault_brain.index.port import NOTE_LOCK_SECONDS
 from vault_brain.index.sqlite import totals
 from vault_brain.index.sqlite.lock import LOCK_NAME, IndexerLock
-from vault_brain.index.sqlite.schema import INDEXES, SCHEMA, SCHEMA_VERSION
+from vault_brain.index.sqlite.schema import INDEX_NAMES, SCHEMA, SCHEMA_VERSION, missing_indexes
 from vault_brain.index.sqlite.store import Reads, Writes
 
 Connection = Any  # sqlite3.Connection or sqlean.Connection: the same DB-API shape
@@ -220,11 +220,9 @@ def _add_missing_indexes(conn: Connection) -> None:
     gets it without a rebuild, and a first index that died before its end (it makes the
     indexes of schema.PUT_OFF there) gets those. An index that cannot be written now is
     given them by a later open."""
-    names = "SELECT name FROM sqlite_master WHERE type = 'index'"
 
     def missing() -> list[str]:
-        have = {row[0] for row in conn.execute(names)}
-        return [sql for name, sql in INDEXES.items() if name not in have]
+        return missing_indexes(row[0] for row in conn.execute(INDEX_NAMES))
 
     def add() -> None:
         for sql in missing():

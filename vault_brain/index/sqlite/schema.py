@@ -2,6 +2,7 @@
 the index is disposable, so a new version simply rebuilds from the files."""
 
 import re
+from collections.abc import Iterable
 
 SCHEMA_VERSION = 8
 
@@ -135,6 +136,15 @@ CREATE TABLE summary_cache (              -- LLM summaries by content: a reindex
 
 # Every index the schema makes, by name, with the statement that makes it.
 INDEXES = {m[1]: m[0] for m in re.finditer(r"CREATE INDEX (\w+) ON [^;\n]*", SCHEMA)}
+INDEX_NAMES = "SELECT name FROM sqlite_master WHERE type = 'index'"
+
+
+def missing_indexes(have: Iterable[str]) -> list[str]:
+    """The statements of the schema's indexes whose names are not in `have` (the names
+    INDEX_NAMES reads): an older index's, or those a first index put off (PUT_OFF)."""
+    present = set(have)
+    return [sql for name, sql in INDEXES.items() if name not in present]
+
 
 # The secondary indexes a first index of many notes builds at its end, from sorted keys,
 # instead of row by row: their keys come in no order (titles, hashes, link targets), so 200

@@ -49,6 +49,7 @@ from vault_brain.index.shared import (
     with_parents,
 )
 from vault_brain.index.sqlite import fulltext, totals
+from vault_brain.index.sqlite.schema import INDEX_NAMES, PUT_OFF, missing_indexes
 from vault_brain.index.text import languages_of
 
 if TYPE_CHECKING:
@@ -1042,19 +1043,13 @@ class Writes(Reads):
     def put_off_indexes(self) -> None:
         """A first index of many notes is under way: the secondary indexes it builds at its
         end (schema.PUT_OFF) go until make_indexes."""
-        from vault_brain.index.sqlite.schema import PUT_OFF
-
         for name in PUT_OFF:
             self._run(f"DROP INDEX IF EXISTS {name}")
 
     def make_indexes(self) -> None:
         """Every index of the schema that is missing, made now (from sorted keys)."""
-        from vault_brain.index.sqlite.schema import INDEXES
-
-        have = {r[0] for r in self._all("SELECT name FROM sqlite_master WHERE type = 'index'")}
-        for name, sql in INDEXES.items():
-            if name not in have:
-                self._run(sql)
+        for sql in missing_indexes(r[0] for r in self._all(INDEX_NAMES)):
+            self._run(sql)
 
     def check_text_index(self) -> None:
         """FTS5's own integrity check; raises (IndexDamaged, through the transaction) when
