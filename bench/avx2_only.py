@@ -22,6 +22,10 @@ checks the masking before the command runs. Not run by CI or the tests.
         "from vault_brain.native import load; print(load('e5native').ISA)"
     flock /tmp/bench.lock .venv/bin/python bench/avx2_only.py -- \\
         .venv/bin/python -m bench.e5_phase --notes 2000 --rounds 2
+
+`--passthrough` traps every CPUID the same way and masks nothing (what the trapping costs);
+`--library` prints the preload library's path, for an A/B inside one benchmark
+(`bench.e5_phase --with-env LD_PRELOAD=<path>`: CPUID masked, glibc and /proc/cpuinfo not).
 """
 
 from __future__ import annotations
@@ -61,24 +65,36 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache", default=str(Path.home() / ".cache/vault-brain-avx2-only"))
     parser.add_argument("--quiet", action="store_true", help="no line about the masking")
+    parser.add_argument(
+        "--passthrough", action="store_true", help="trap CPUID but mask nothing (its overhead)"
+    )
+    parser.add_argument(
+        "--library", action="store_true", help="print the preload library's path and exit"
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    library, probe = build(Path(args.cache), args.passthrough)
+    if args.library:
+        print(library)
+        return 0
     if not command:
         parser.error("no command")
-    library, probe = build(Path(args.cache))
     env = dict(os.environ)
     env["LD_PRELOAD"] = " ".join(filter(None, [str(library), env.get("LD_PRELOAD")]))
     env["GLIBC_TUNABLES"] = ":".join(filter(None, [env.get("GLIBC_TUNABLES"), GLIBC_MASK]))
     seen = subprocess.run([str(probe)], env=env, capture_output=True, text=True).stdout.strip()
-    if "avx2=1" not in seen or "avx512f=0" not in seen or "builtin_avx512f=0" not in seen:
+    masked = "avx2=1" in seen and "avx512f=0" in seen and "builtin_avx512f=0" in seen
+    if not masked and not args.passthrough:
         sys.exit(f"avx2_only: the CPUID is not masked here ({seen!r}): no CPUID faulting?")
     if not args.quiet:
         print(f"avx2_only: the command sees {seen}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="avx2-only-") as tmp:
         cpuinfo = Path(tmp) / "cpuinfo"
         cpuinfo.write_text(filtered_cpuinfo(Path("/proc/cpuinfo").read_text()))
-        if os.geteuid() == 0 and shutil.which("unshare"):
+        if args.passthrough:
+            pass
+        elif os.geteuid() == 0 and shutil.which("unshare"):
             # a private mount namespace: /proc/cpuinfo is the filtered copy for the command only
             script = 'mount --bind "$0" /proc/cpuinfo && exec "$@"'
             command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
@@ -101,10 +117,11 @@ def filtered_cpuinfo(text: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def build(cache: Path) -> tuple[Path, Path]:
+def build(cache: Path, passthrough: bool = False) -> tuple[Path, Path]:
     """The preload library and the probe, compiled once for this source."""
     key = hashlib.sha256(SOURCE.read_bytes() + PROBE.encode()).hexdigest()[:12]
-    library, probe = cache / f"avx2_only-{key}.so", cache / f"avx2_only_probe-{key}"
+    kind = "avx2_only_passthrough" if passthrough else "avx2_only"
+    library, probe = cache / f"{kind}-{key}.so", cache / f"avx2_only_probe-{key}"
     if library.exists() and probe.exists():
         return library, probe
     cache.mkdir(parents=True, exist_ok=True)
@@ -112,7 +129,9 @@ def build(cache: Path) -> tuple[Path, Path]:
         so, exe, src = Path(tmp) / "lib.so", Path(tmp) / "probe", Path(tmp) / "probe.c"
         src.write_text(PROBE)
         cc = os.environ.get("CC", "gcc")
-        subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", so, SOURCE, "-ldl"], check=True)
+        defines = ["-DAVX2_ONLY_PASSTHROUGH"] if passthrough else []
+        subprocess.run([cc, "-O2", "-shared", "-fPIC", *defines, "-o", so, SOURCE, "-ldl"],
+                       check=True)  # fmt: skip
         subprocess.run([cc, "-O2", "-o", exe, src], check=True)
         so.replace(library)
         exe.replace(probe)
