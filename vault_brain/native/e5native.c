@@ -656,13 +656,13 @@ AVX2_TARGET static void add_norm_row8(float *x, const float *y, int n, const flo
     }
 }
 
-/* attention16's steps for 16 ymm registers: heads of 32, the scores of 4 queries x 16
- * keys a step (8 sums), the softmax, then the 4 queries' weighted values 16 dimensions a
+/* attention16's steps for 16 ymm registers: heads of 32, the scores of 6 queries x 16
+ * keys a step (12 sums), the softmax, then the 6 queries' weighted values 16 dimensions a
  * pass. kt, probs as attention16's ([32 * heads][ldk], [8][Lp]). */
 AVX2_TARGET static void attention8(const float *qkv, int L, int H, int heads, float *att,
                                    float *kt, float *probs)
 {
-    enum { size = 32, Q = 4 };
+    enum { size = 32, Q = 6 };
     int Lp = (L + 31) & ~31, ldk = KT_STRIDE(L), ld = QKV_STRIDE(H);
     F8 sc = _mm256_set1_ps(1.0f / sqrtf((float)size));
     for (int c = 0; c < H; c++)
@@ -684,7 +684,8 @@ AVX2_TARGET static void attention8(const float *qkv, int L, int H, int heads, fl
                 q[r] = qkv + (size_t)(i0 + (r < n ? r : n - 1)) * ld + h * size;
             for (int jb = 0; jb < L; jb += 16) {
                 F8 z = _mm256_setzero_ps();
-                F8 a0 = z, a1 = z, a2 = z, a3 = z, b0 = z, b1 = z, b2 = z, b3 = z;
+                F8 a0 = z, a1 = z, a2 = z, a3 = z, a4 = z, a5 = z;
+                F8 b0 = z, b1 = z, b2 = z, b3 = z, b4 = z, b5 = z;
                 const float *k = kt + jb;
                 for (int d = 0; d < size; d++, k += ldk) {
                     F8 k0 = _mm256_loadu_ps(k), k1 = _mm256_loadu_ps(k + 8), x;
@@ -696,6 +697,8 @@ AVX2_TARGET static void attention8(const float *qkv, int L, int H, int heads, fl
                     QK(1);
                     QK(2);
                     QK(3);
+                    QK(4);
+                    QK(5);
 #undef QK
                 }
                 float *p = probs + jb;
@@ -706,6 +709,8 @@ AVX2_TARGET static void attention8(const float *qkv, int L, int H, int heads, fl
                 ST(1);
                 ST(2);
                 ST(3);
+                ST(4);
+                ST(5);
 #undef ST
             }
             float inv[Q];
@@ -736,6 +741,7 @@ AVX2_TARGET static void attention8(const float *qkv, int L, int H, int heads, fl
             for (int half = 0; half < size; half += 16) {
                 F8 z = _mm256_setzero_ps();
                 F8 o00 = z, o01 = z, o10 = z, o11 = z, o20 = z, o21 = z, o30 = z, o31 = z;
+                F8 o40 = z, o41 = z, o50 = z, o51 = z;
                 const float *v = qkv + 2 * H + h * size + half;
                 for (int j = 0; j < L; j++, v += ld) {
                     F8 v0 = _mm256_loadu_ps(v), v1 = _mm256_loadu_ps(v + 8), x;
@@ -747,6 +753,8 @@ AVX2_TARGET static void attention8(const float *qkv, int L, int H, int heads, fl
                     PV(1);
                     PV(2);
                     PV(3);
+                    PV(4);
+                    PV(5);
 #undef PV
                 }
                 float *o = att + (size_t)i0 * H + h * size + half;
@@ -760,6 +768,8 @@ AVX2_TARGET static void attention8(const float *qkv, int L, int H, int heads, fl
                 OUT(1)
                 OUT(2)
                 OUT(3)
+                OUT(4)
+                OUT(5)
 #undef OUT
             }
         }
@@ -836,8 +846,10 @@ AVX2_TARGET static void epi_avx2(const int32_t *sums, int rows, const Epi *ep, i
     }
 }
 
-/* the int32 sums of `rows` (<= 4) rows x 24 columns into out (ldo) */
-AVX2_TARGET static void tile_avx2(const int16_t *A, int lda, int rows, const int16_t *b,
+/* the int32 sums of `rows` (<= 4) rows x 24 columns into out (ldo); not inlined, so that
+ * its 12 sums, the broadcast and the product have the 16 registers to themselves (inlined
+ * into the loops over tiles, GCC without -fwrapv kept one sum on the stack: 1.5x slower) */
+AVX2_TARGET __attribute__((noinline)) static void tile_avx2(const int16_t *A, int lda, int rows, const int16_t *b,
                                   size_t pstride, int K2, int32_t *out, int ldo)
 {
     const int16_t *a0 = A, *a1 = A + (size_t)(rows > 1 ? 1 : 0) * lda,
