@@ -10,7 +10,9 @@ default settings, which embeds every chunk with e5. Runs alternate between the c
 
 `--code DIR` is another checkout (a git worktree of the commit before the change) run with
 this Python. `--with-env KEY=VALUE` adds this checkout once more with that variable set
-(an engine option against the default, e.g. VAULT_BRAIN_E5_ENGINE=native). The kept e5
+(an engine option against the default, e.g. VAULT_BRAIN_E5_ENGINE=onnxruntime, or
+VAULT_BRAIN_E5_ISA=avx2: e5native's AVX2 path on a CPU with VNNI). Each run's e5 kernel and
+its reference agreement are read from the index's log. The kept e5
 graph is built in each run (a fresh cache folder), as after an
 upgrade.
 """
@@ -75,11 +77,13 @@ def main(argv: list[str] | None = None) -> int:
                 statistics.median(x["cpu_ms_a_chunk"] for x in mine),
                 statistics.median(x["chunks_per_s"] for x in mine),
                 ", ".join(f"{x['load']:.1f}" for x in mine),
+                ", ".join(f"{x.get('kernel')} {x.get('agreement')}" for x in mine[:1]),
             )
         )
     record = {"machine": machine(), "cpu_flags": cpu_flags(), "notes": args.notes, "runs": runs}
     print(write_json(record, args.json_out))
-    print(markdown_table(["code", "CPU-ms a chunk", "chunks/s", "load after each run"], rows))
+    headers = ["code", "CPU-ms a chunk", "chunks/s", "load after each run", "kernel, agreement"]
+    print(markdown_table(headers, rows))
     return 0
 
 
