@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import shutil
 import statistics
@@ -85,34 +84,17 @@ def run_index(code: Path, vault: Path, home: Path, env_extra: dict[str, str]) ->
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
-        err.seek(0)
-        log = err.read().decode(errors="replace")
         if proc.returncode != 0:
-            raise RuntimeError(f"index failed ({proc.returncode}): {log[-1500:]}")
+            err.seek(0)
+            tail = err.read().decode(errors="replace")[-1500:]
+            raise RuntimeError(f"index failed ({proc.returncode}): {tail}")
     return {
         "wall_s": round(wall, 3),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
         # the largest of the processes (the indexer or one worker), as the kernel keeps it
         "peak_rss_mb": round(usage.ru_maxrss / 1024.0, 1),
         "load": os.getloadavg()[0],
-        **e5_kernel(log),
     }
-
-
-def e5_kernel(log: str) -> dict:
-    """The e5 kernel the run loaded and its reference agreement (its embed_model_loaded
-    event on stderr), or nothing where e5 did not load."""
-    found: dict = {}
-    for line in log.splitlines():
-        if '"embed_model_loaded"' not in line or "e5" not in line:
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if "agreement" in record:
-            found = {"kernel": record.get("kernel"), "agreement": record["agreement"]}
-    return found
 
 
 def run_qmd(qmd: str, node_bin: str | None, vault: Path, home: Path) -> dict:
