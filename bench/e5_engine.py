@@ -10,6 +10,9 @@ engine's worst cosine with the shipped reference vectors, and the two engines' c
 the chunks.
 
     .venv/bin/python -m bench.e5_engine --vault /tmp/lead/cpp-docs --chunks 400 --rounds 3
+
+`--isa avx2` (or portable) adds the C engine once more on that lower path
+(VAULT_BRAIN_E5_ISA, embed/e5_engine.py): the AVX2 path measured on a CPU with VNNI.
 """
 
 from __future__ import annotations
@@ -30,16 +33,19 @@ from bench.embedders import note_chunks  # noqa: E402
 PER_CALL = 64  # the strong tier's step in a CLI index (indexer.STRONG_BATCH)
 
 
-def embedder(engine: str, threads: int):
+def embedder(engine: str, threads: int, isa: str = ""):
     from vault_brain.embed import e5_engine
     from vault_brain.embed.e5 import E5Embedder
 
     os.environ[e5_engine.ENGINE_ENV] = engine
+    if isa:
+        os.environ[e5_engine.ISA_ENV] = isa
     try:
         e = E5Embedder(threads=threads)
         e.embed(["warm up"])  # load (and the reference check) outside the timing
     finally:
         os.environ.pop(e5_engine.ENGINE_ENV, None)
+        os.environ.pop(e5_engine.ISA_ENV, None)
     return e
 
 
@@ -56,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunks", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--isa", action="append", default=[], help="avx2 or portable")
     parser.add_argument("--json-out")
     args = parser.parse_args(argv)
     import numpy as np
@@ -63,8 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     texts = [text for _, text in note_chunks(Path(args.vault))][: args.chunks]
     engines = {}
     for threads in (int(t) for t in args.threads.split(",")):
-        for name, env in (("onnxruntime", ""), ("native", "native")):
+        for name, env in (("onnxruntime", "onnxruntime"), ("native", "native")):
             engines[(name, threads)] = embedder(env, threads)
+        for isa in args.isa:
+            engines[(f"native {isa}", threads)] = embedder("native", threads, isa)
     first = {name: engines[(name, t)] for (name, t) in engines}
     vectors = {name: e.embed(texts) for name, e in first.items()}
     cosines = (vectors["onnxruntime"] * vectors["native"]).sum(axis=1)
@@ -126,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
         f"cosine native vs onnxruntime on {len(texts)} chunks: min {cosines.min():.6f}, "
         f"median {np.median(cosines):.6f}; load after each round {loads}"
     )
+    for name in first:
+        if name.startswith("native "):
+            c = (vectors["onnxruntime"] * vectors[name]).sum(axis=1)
+            print(f"cosine {name} vs onnxruntime: min {c.min():.6f}, median {np.median(c):.6f}")
     return 0
 
 

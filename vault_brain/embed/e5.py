@@ -456,8 +456,9 @@ class E5Embedder:
         self, weights: Any, tokenizer: Any, word_blocks: np.ndarray, started: float
     ) -> _Loaded | None:
         """The fused C engine (embed/e5_engine.py) unless VAULT_BRAIN_E5_ENGINE=onnxruntime,
-        where the module is built with its VNNI path on this CPU (elsewhere it is slower
-        than onnxruntime) and its vectors of the reference passages agree; otherwise None
+        where the module is built with its AVX2 + FMA or AVX-512 VNNI path on this CPU
+        (plain C is slower than onnxruntime) and its vectors of the reference passages
+        agree; otherwise None
         (onnxruntime's graph is taken, with a warning when the engine was asked for)."""
         from vault_brain.embed import e5_engine
 

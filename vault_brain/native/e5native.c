@@ -29,6 +29,33 @@
 #include <immintrin.h>
 #endif
 
+#ifdef HAVE_X86
+#define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma")))
+
+/* 4 codes of a row as one int32 (memcpy: no aliasing of uint8_t storage as int32_t) */
+static inline int32_t load4(const uint8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* AVX-512 VNNI: 8 rows x 3 panels (48 columns) a step, 4 codes a lane (vpdpbusd sums
+ * u8 x s8 products in int32 without saturation), the 24 sums in registers. Fewer rows
+ * repeat the last one (computed, not stored). */
+#define DP(r, a)                                                                              \
+    c##r##0 = _mm512_dpbusd_epi32(c##r##0, a, w0);                                            \
+    c##r##1 = _mm512_dpbusd_epi32(c##r##1, a, w1);                                            \
+    c##r##2 = _mm512_dpbusd_epi32(c##r##2, a, w2)
+#define BCAST(r) _mm512_set1_epi32(load4(a##r + 4 * k4))
+#define STORE(r)                                                                              \
+    if (r < rows) {                                                                           \
+        _mm512_storeu_si512((void *)(out + (size_t)r * ldo), c##r##0);                       \
+        _mm512_storeu_si512((void *)(out + (size_t)r * ldo + 16), c##r##1);                  \
+        _mm512_storeu_si512((void *)(out + (size_t)r * ldo + 32), c##r##2);                  \
+    }
+#endif
+
 #define MR 8      /* token rows a GEMM tile */
 #define RB 32     /* token rows a block: a weight panel serves 4 tiles while in cache */
 /* Row strides of the QKV output and the transposed keys, in floats: one cache line more
@@ -46,6 +73,7 @@ static int best_isa = ISA_PORTABLE; /* set at import */
 typedef struct {
     int K, N;
     int8_t *packed;  /* [N / 16][K / 4][16][4]: panel p, step k4, column c, k4 * 4 + i */
+    int16_t *wide;   /* the AVX2 path's copy, built on its first use: [N / 8][K / 2][8][2] */
     int32_t *colsum; /* sum over k of the codes of each column */
     float *scale, *sums, *bias;
 } Mat;
@@ -96,177 +124,6 @@ static void gemm_portable(const uint8_t *A, int lda, int rows, const Mat *m, int
             memcpy(out + (size_t)r * ldo + p * PANEL, acc, sizeof acc);
         }
     }
-}
-
-#ifdef HAVE_X86
-/* AVX2: the 4 codes of a column widened to int16 and multiplied with the row's 4 values
- * (also int16) in pairs (vpmaddwd): exact, where vpmaddubsw's 16-bit pair sums would
- * saturate (255 x 127 x 2). Two rows, one panel a step. */
-__attribute__((target("avx2"))) static void gemm_avx2(const uint8_t *A, int lda, int rows,
-                                                      const Mat *m, int p0, int p1,
-                                                      int32_t *out, int ldo)
-{
-    int K = m->K, K4 = K / 4;
-    int16_t *a16 = amalloc(sizeof(int16_t) * (size_t)MR * K);
-    if (!a16) {
-        gemm_portable(A, lda, rows, m, p0, p1, out, ldo);
-        return;
-    }
-    for (int r = 0; r < rows; r++)
-        for (int k = 0; k < K; k++)
-            a16[(size_t)r * K + k] = A[(size_t)r * lda + k];
-    for (int p = p0; p < p1; p++) {
-        const int8_t *panel = m->packed + (size_t)p * K4 * 64;
-        for (int r = 0; r < rows; r += 2) {
-            int two = r + 1 < rows;
-            const int16_t *x0 = a16 + (size_t)r * K, *x1 = two ? x0 + K : x0;
-            __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
-            __m256i t0 = s0, t1 = s0, t2 = s0, t3 = s0;
-            for (int k4 = 0; k4 < K4; k4++) {
-                const int8_t *b = panel + (size_t)k4 * 64;
-                __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b));
-                __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 16)));
-                __m256i w2 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 32)));
-                __m256i w3 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 48)));
-                int64_t q0, q1;
-                memcpy(&q0, x0 + 4 * k4, 8);
-                memcpy(&q1, x1 + 4 * k4, 8);
-                __m256i u = _mm256_set1_epi64x(q0), v = _mm256_set1_epi64x(q1);
-                s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(w0, u));
-                s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(w1, u));
-                s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(w2, u));
-                s3 = _mm256_add_epi32(s3, _mm256_madd_epi16(w3, u));
-                t0 = _mm256_add_epi32(t0, _mm256_madd_epi16(w0, v));
-                t1 = _mm256_add_epi32(t1, _mm256_madd_epi16(w1, v));
-                t2 = _mm256_add_epi32(t2, _mm256_madd_epi16(w2, v));
-                t3 = _mm256_add_epi32(t3, _mm256_madd_epi16(w3, v));
-            }
-            /* lanes hold (column, k pair) halves: add the pairs, columns back in order */
-            int32_t *o = out + (size_t)r * ldo + p * PANEL;
-            __m256i lo = _mm256_permute4x64_epi64(_mm256_hadd_epi32(s0, s1), 0xD8);
-            __m256i hi = _mm256_permute4x64_epi64(_mm256_hadd_epi32(s2, s3), 0xD8);
-            _mm256_storeu_si256((__m256i *)o, lo);
-            _mm256_storeu_si256((__m256i *)(o + 8), hi);
-            if (two) {
-                lo = _mm256_permute4x64_epi64(_mm256_hadd_epi32(t0, t1), 0xD8);
-                hi = _mm256_permute4x64_epi64(_mm256_hadd_epi32(t2, t3), 0xD8);
-                _mm256_storeu_si256((__m256i *)(o + ldo), lo);
-                _mm256_storeu_si256((__m256i *)(o + ldo + 8), hi);
-            }
-        }
-    }
-    free(a16);
-}
-
-#define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma")))
-
-/* 4 codes of a row as one int32 (memcpy: no aliasing of uint8_t storage as int32_t) */
-static inline int32_t load4(const uint8_t *p)
-{
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-/* AVX-512 VNNI: 8 rows x 3 panels (48 columns) a step, 4 codes a lane (vpdpbusd sums
- * u8 x s8 products in int32 without saturation), the 24 sums in registers. Fewer rows
- * repeat the last one (computed, not stored). */
-#define DP(r, a)                                                                              \
-    c##r##0 = _mm512_dpbusd_epi32(c##r##0, a, w0);                                            \
-    c##r##1 = _mm512_dpbusd_epi32(c##r##1, a, w1);                                            \
-    c##r##2 = _mm512_dpbusd_epi32(c##r##2, a, w2)
-#define BCAST(r) _mm512_set1_epi32(load4(a##r + 4 * k4))
-#define STORE(r)                                                                              \
-    if (r < rows) {                                                                           \
-        _mm512_storeu_si512((void *)(out + (size_t)r * ldo), c##r##0);                       \
-        _mm512_storeu_si512((void *)(out + (size_t)r * ldo + 16), c##r##1);                  \
-        _mm512_storeu_si512((void *)(out + (size_t)r * ldo + 32), c##r##2);                  \
-    }
-VNNI_TARGET static void tile_vnni(const uint8_t *A, int lda, int rows, const int8_t *b,
-                                  size_t pstride, int K4, int32_t *out, int ldo)
-{
-    const uint8_t *a0 = A, *a1 = A + (size_t)(rows > 1 ? 1 : 0) * lda,
-                  *a2 = A + (size_t)(rows > 2 ? 2 : rows - 1) * lda,
-                  *a3 = A + (size_t)(rows > 3 ? 3 : rows - 1) * lda,
-                  *a4 = A + (size_t)(rows > 4 ? 4 : rows - 1) * lda,
-                  *a5 = A + (size_t)(rows > 5 ? 5 : rows - 1) * lda,
-                  *a6 = A + (size_t)(rows > 6 ? 6 : rows - 1) * lda,
-                  *a7 = A + (size_t)(rows > 7 ? 7 : rows - 1) * lda;
-    __m512i z = _mm512_setzero_si512();
-    __m512i c00 = z, c01 = z, c02 = z, c10 = z, c11 = z, c12 = z, c20 = z, c21 = z, c22 = z;
-    __m512i c30 = z, c31 = z, c32 = z, c40 = z, c41 = z, c42 = z, c50 = z, c51 = z, c52 = z;
-    __m512i c60 = z, c61 = z, c62 = z, c70 = z, c71 = z, c72 = z;
-    for (int k4 = 0; k4 < K4; k4++, b += 64) {
-        __m512i w0 = _mm512_load_si512((const void *)b);
-        __m512i w1 = _mm512_load_si512((const void *)(b + pstride));
-        __m512i w2 = _mm512_load_si512((const void *)(b + 2 * pstride));
-        __m512i x;
-        x = BCAST(0);
-        DP(0, x);
-        x = BCAST(1);
-        DP(1, x);
-        x = BCAST(2);
-        DP(2, x);
-        x = BCAST(3);
-        DP(3, x);
-        x = BCAST(4);
-        DP(4, x);
-        x = BCAST(5);
-        DP(5, x);
-        x = BCAST(6);
-        DP(6, x);
-        x = BCAST(7);
-        DP(7, x);
-    }
-    STORE(0)
-    STORE(1)
-    STORE(2)
-    STORE(3)
-    STORE(4)
-    STORE(5)
-    STORE(6)
-    STORE(7)
-}
-
-VNNI_TARGET static void gemm_vnni(const uint8_t *A, int lda, int rows, const Mat *m, int p0,
-                                  int p1, int32_t *out, int ldo)
-{
-    int K4 = m->K / 4;
-    size_t pstride = (size_t)K4 * 64;
-    int p = p0;
-    for (; p + 3 <= p1; p += 3)
-        tile_vnni(A, lda, rows, m->packed + (size_t)p * pstride, pstride, K4, out + p * PANEL,
-                  ldo);
-    if (p < p1)
-        gemm_portable(A, lda, rows, m, p, p1, out, ldo);
-}
-#endif
-
-static void gemm_tile(int isa, const uint8_t *A, int lda, int rows, const Mat *m, int32_t *out,
-                      int ldo)
-{
-    int panels = m->N / PANEL;
-#ifdef HAVE_X86
-    if (isa == ISA_VNNI) {
-        gemm_vnni(A, lda, rows, m, 0, panels, out, ldo);
-        return;
-    }
-    if (isa == ISA_AVX2) {
-        gemm_avx2(A, lda, rows, m, 0, panels, out, ldo);
-        return;
-    }
-#endif
-    (void)isa;
-    gemm_portable(A, lda, rows, m, 0, panels, out, ldo);
-}
-
-/* any number of rows, a tile of MR at a time */
-static void gemm(int isa, const uint8_t *A, int lda, int rows, const Mat *m, int32_t *out,
-                 int ldo)
-{
-    for (int r0 = 0; r0 < rows; r0 += MR)
-        gemm_tile(isa, A + (size_t)r0 * lda, lda, rows - r0 < MR ? rows - r0 : MR, m,
-                  out + (size_t)r0 * ldo, ldo);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -428,31 +285,6 @@ VNNI_TARGET static void add_norm_row16(float *x, const float *y, int n, const fl
     }
 }
 
-VNNI_TARGET static void dequant_rows16(const int32_t *acc, int ldacc, int rows, const Mat *m,
-                                       const float *step, const float *zero, float *y, int ldy,
-                                       int gelu)
-{
-    int N = m->N;
-    __m512i k128 = _mm512_set1_epi32(128);
-    for (int r = 0; r < rows; r++) {
-        const int32_t *a = acc + (size_t)r * ldacc;
-        float *yr = y + (size_t)r * ldy;
-        F16 st = _mm512_set1_ps(step[r]), shift = _mm512_set1_ps((zero[r] - 128.0f) * step[r]);
-        for (int o = 0; o < N; o += 16) {
-            __m512i i = _mm512_sub_epi32(_mm512_loadu_si512((const void *)(a + o)),
-                                         _mm512_mullo_epi32(k128, _mm512_loadu_si512(
-                                                                      (const void *)(m->colsum + o))));
-            F16 v = _mm512_mul_ps(_mm512_cvtepi32_ps(i),
-                                  _mm512_mul_ps(st, _mm512_loadu_ps(m->scale + o)));
-            v = _mm512_sub_ps(v, _mm512_mul_ps(shift, _mm512_loadu_ps(m->sums + o)));
-            v = _mm512_add_ps(v, _mm512_loadu_ps(m->bias + o));
-            if (gelu)
-                v = gelu16(v);
-            _mm512_storeu_ps(yr + o, v);
-        }
-    }
-}
-
 /* Heads of 32: the scores of 8 queries against 32 keys a step (16 sums in registers), the
  * softmax's exponentials, then the 8 queries' weighted values, divided by their totals at
  * the end. kt: [32][Lp] (keys transposed, zero past L; Lp = L rounded up to 32),
@@ -579,8 +411,9 @@ VNNI_TARGET static void attention16(const float *qkv, int L, int H, int heads, f
     }
 }
 
-/* The GEMM with its epilogue in the tile: the 8 x 48 sums go from registers to float
- * (zero-point correction, scale, bias, GELU on request) and are stored once, as float. */
+/* The GEMM with its epilogue in the tile: the sums go from registers to float (zero-point
+ * correction, scale, bias, GELU on request) and are stored once, as float. Without an
+ * epilogue (the tests' and the bench's entry) the int32 sums are stored. */
 typedef struct {
     const Mat *m;
     const float *step, *zero;
@@ -608,10 +441,12 @@ typedef struct {
         EPI1(r, 0) EPI1(r, 1) EPI1(r, 2)                                                      \
     }
 
-VNNI_TARGET static void tile_vnni_epi(const uint8_t *A, int lda, int rows, const int8_t *b,
-                                      size_t pstride, int K4, const Epi *ep, int col0)
+/* AVX-512 VNNI: 8 rows x 3 panels (48 columns, from col0) a step; `ep` NULL stores the
+ * int32 sums into out. */
+VNNI_TARGET static void tile_vnni(const uint8_t *A, int lda, int rows, const int8_t *b,
+                                  size_t pstride, int K4, const Epi *ep, int col0, int32_t *out,
+                                  int ldo)
 {
-    const Mat *m = ep->m;
     const uint8_t *a0 = A, *a1 = A + (size_t)(rows > 1 ? 1 : 0) * lda,
                   *a2 = A + (size_t)(rows > 2 ? 2 : rows - 1) * lda,
                   *a3 = A + (size_t)(rows > 3 ? 3 : rows - 1) * lda,
@@ -645,6 +480,19 @@ VNNI_TARGET static void tile_vnni_epi(const uint8_t *A, int lda, int rows, const
         x = BCAST(7);
         DP(7, x);
     }
+    if (!ep) {
+        out += col0;
+        STORE(0)
+        STORE(1)
+        STORE(2)
+        STORE(3)
+        STORE(4)
+        STORE(5)
+        STORE(6)
+        STORE(7)
+        return;
+    }
+    const Mat *m = ep->m;
     EPI(0)
     EPI(1)
     EPI(2)
@@ -654,24 +502,433 @@ VNNI_TARGET static void tile_vnni_epi(const uint8_t *A, int lda, int rows, const
     EPI(6)
     EPI(7)
 }
+#undef EPI
+#undef EPI1
 
-/* N a multiple of 48 (checked at load) */
-VNNI_TARGET static void gemm_vnni_epi(const uint8_t *A, int lda, int rows, const Epi *ep)
+/* `rows` rows times m, a block of 48 columns at a time for every tile of MR rows; with
+ * the epilogue `ep` (y), else the int32 sums (out). N a multiple of 48 (checked at load). */
+VNNI_TARGET static void gemm_vnni(const uint8_t *A, int lda, int rows, const Mat *m,
+                                  const Epi *ep, int32_t *out, int ldo)
 {
-    const Mat *m = ep->m;
     int K4 = m->K / 4;
     size_t pstride = (size_t)K4 * 64;
     for (int p = 0; p + 3 <= m->N / PANEL; p += 3)
         for (int r0 = 0; r0 < rows; r0 += MR) {
+            Epi tile;
+            if (ep) {
+                tile = *ep;
+                tile.step += r0;
+                tile.zero += r0;
+                tile.y += (size_t)r0 * ep->ldy;
+            }
+            tile_vnni(A + (size_t)r0 * lda, lda, rows - r0 < MR ? rows - r0 : MR,
+                      m->packed + (size_t)p * pstride, pstride, K4, ep ? &tile : NULL,
+                      p * PANEL, out + (size_t)r0 * ldo, ldo);
+        }
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* the AVX2 + FMA path: the same steps 8 floats wide, the GEMM on int16 (vpmaddwd)      */
+
+#define AVX2_TARGET __attribute__((target("avx2,fma")))
+#define F8 __m256
+
+AVX2_TARGET static inline float hsum8(F8 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+AVX2_TARGET static inline float hmax8(F8 v)
+{
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+AVX2_TARGET static inline float hmin8(F8 v)
+{
+    __m128 s = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_min_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_min_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* exp16's polynomial; 2^n built in the exponent bits (n >= -126 by the clamp; the callers'
+ * arguments are <= 0) */
+AVX2_TARGET static inline F8 exp8(F8 x)
+{
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
+    F8 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
+                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    F8 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    F8 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)),
+                                  23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+AVX2_TARGET static inline F8 gelu8(F8 x)
+{
+    F8 sign = _mm256_set1_ps(-0.0f);
+    F8 z = _mm256_mul_ps(_mm256_andnot_ps(sign, x), _mm256_set1_ps(0.70710678f));
+    F8 den = _mm256_fmadd_ps(z, _mm256_set1_ps(0.3275911f), _mm256_set1_ps(1.0f));
+    F8 t = _mm256_rcp_ps(den); /* 2^-12, then one Newton step: ~2^-23 */
+    t = _mm256_mul_ps(t, _mm256_fnmadd_ps(den, t, _mm256_set1_ps(2.0f)));
+    F8 p = _mm256_set1_ps(1.061405429f);
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.453152027f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
+    p = _mm256_mul_ps(p, t);
+    F8 e = exp8(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), z), z));
+    F8 erf = _mm256_fnmadd_ps(p, e, _mm256_set1_ps(1.0f));
+    erf = _mm256_or_ps(erf, _mm256_and_ps(x, sign)); /* the sign of x onto erf */
+    return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x),
+                         _mm256_add_ps(_mm256_set1_ps(1.0f), erf));
+}
+
+/* n a multiple of 16 */
+AVX2_TARGET static void quantise_row8(const float *x, int n, uint8_t *q, float *step_out,
+                                      float *zero_out)
+{
+    F8 hi = _mm256_setzero_ps(), lo = hi; /* the range holds 0 */
+    for (int i = 0; i < n; i += 8) {
+        F8 v = _mm256_loadu_ps(x + i);
+        hi = _mm256_max_ps(hi, v);
+        lo = _mm256_min_ps(lo, v);
+    }
+    float h = hmax8(hi), l = hmin8(lo);
+    float span = h - l;
+    if (!(span > 1e-12f))
+        span = 1e-12f;
+    float step = span * (float)(1.0 / 255.0);
+    float zero = rintf(-l / step);
+    zero = zero < 0.0f ? 0.0f : zero > 255.0f ? 255.0f : zero;
+    F8 inv = _mm256_set1_ps(1.0f / step), zv = _mm256_set1_ps(zero);
+    F8 top = _mm256_set1_ps(255.0f), bottom = _mm256_setzero_ps();
+    for (int i = 0; i < n; i += 16) {
+        F8 v0 = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), inv),
+                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        F8 v1 = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8), inv),
+                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        v0 = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v0, zv), bottom), top);
+        v1 = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v1, zv), bottom), top);
+        /* 16 int32 in [0, 255] to 16 bytes in order (the packs work per 128-bit lane) */
+        __m256i w = _mm256_permute4x64_epi64(
+            _mm256_packs_epi32(_mm256_cvtps_epi32(v0), _mm256_cvtps_epi32(v1)), 0xD8);
+        _mm_storeu_si128((__m128i *)(q + i), _mm_packus_epi16(_mm256_castsi256_si128(w),
+                                                              _mm256_extracti128_si256(w, 1)));
+    }
+    *step_out = step;
+    *zero_out = zero;
+}
+
+AVX2_TARGET static void add_norm_row8(float *x, const float *y, int n, const float *w,
+                                      const float *b, float eps)
+{
+    F8 s = _mm256_setzero_ps();
+    for (int i = 0; i < n; i += 8) {
+        F8 v = _mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i));
+        _mm256_storeu_ps(x + i, v);
+        s = _mm256_add_ps(s, v);
+    }
+    float mean = hsum8(s) / n;
+    F8 m = _mm256_set1_ps(mean), var = _mm256_setzero_ps();
+    for (int i = 0; i < n; i += 8) {
+        F8 c = _mm256_sub_ps(_mm256_loadu_ps(x + i), m);
+        var = _mm256_fmadd_ps(c, c, var);
+    }
+    F8 inv = _mm256_set1_ps(1.0f / sqrtf(hsum8(var) / n + eps));
+    for (int i = 0; i < n; i += 8) {
+        F8 c = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), m), inv);
+        _mm256_storeu_ps(x + i, _mm256_fmadd_ps(c, _mm256_loadu_ps(w + i), _mm256_loadu_ps(b + i)));
+    }
+}
+
+/* attention16's steps for 16 ymm registers: heads of 32, the scores of 6 queries x 16
+ * keys a step (12 sums), the softmax, then the 6 queries' weighted values 16 dimensions a
+ * pass. kt, probs as attention16's ([32 * heads][ldk], [8][Lp]). */
+AVX2_TARGET static void attention8(const float *qkv, int L, int H, int heads, float *att,
+                                   float *kt, float *probs)
+{
+    enum { size = 32, Q = 6 };
+    int Lp = (L + 31) & ~31, ldk = KT_STRIDE(L), ld = QKV_STRIDE(H);
+    F8 sc = _mm256_set1_ps(1.0f / sqrtf((float)size));
+    for (int c = 0; c < H; c++)
+        for (int j = L; j < Lp; j++)
+            kt[(size_t)c * ldk + j] = 0.0f;
+    for (int j = 0; j < L; j++) {
+        const float *k = qkv + (size_t)j * ld + H;
+        for (int c = 0; c < H; c++)
+            kt[(size_t)c * ldk + j] = k[c];
+    }
+    const float *kt_all = kt;
+    __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int h = 0; h < heads; h++) {
+        kt = (float *)kt_all + (size_t)h * size * ldk;
+        for (int i0 = 0; i0 < L; i0 += Q) {
+            int n = L - i0 < Q ? L - i0 : Q;
+            const float *q[Q];
+            for (int r = 0; r < Q; r++)
+                q[r] = qkv + (size_t)(i0 + (r < n ? r : n - 1)) * ld + h * size;
+            for (int jb = 0; jb < L; jb += 16) {
+                F8 z = _mm256_setzero_ps();
+                F8 a0 = z, a1 = z, a2 = z, a3 = z, a4 = z, a5 = z;
+                F8 b0 = z, b1 = z, b2 = z, b3 = z, b4 = z, b5 = z;
+                const float *k = kt + jb;
+                for (int d = 0; d < size; d++, k += ldk) {
+                    F8 k0 = _mm256_loadu_ps(k), k1 = _mm256_loadu_ps(k + 8), x;
+#define QK(r)                                                                                 \
+    x = _mm256_broadcast_ss(q[r] + d);                                                        \
+    a##r = _mm256_fmadd_ps(x, k0, a##r);                                                      \
+    b##r = _mm256_fmadd_ps(x, k1, b##r)
+                    QK(0);
+                    QK(1);
+                    QK(2);
+                    QK(3);
+                    QK(4);
+                    QK(5);
+#undef QK
+                }
+                float *p = probs + jb;
+#define ST(r)                                                                                 \
+    _mm256_storeu_ps(p + (size_t)r * Lp, _mm256_mul_ps(a##r, sc));                            \
+    _mm256_storeu_ps(p + (size_t)r * Lp + 8, _mm256_mul_ps(b##r, sc))
+                ST(0);
+                ST(1);
+                ST(2);
+                ST(3);
+                ST(4);
+                ST(5);
+#undef ST
+            }
+            float inv[Q];
+            for (int r = 0; r < Q; r++) {
+                float *p = probs + (size_t)r * Lp;
+                F8 top = _mm256_set1_ps(-INFINITY);
+                int j = 0;
+                for (; j + 8 <= L; j += 8)
+                    top = _mm256_max_ps(top, _mm256_loadu_ps(p + j));
+                /* the lanes of the last block past L: out of the max, exp to 0 */
+                F8 tail = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(L - j), iota));
+                if (j < L)
+                    top = _mm256_max_ps(top, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY),
+                                                              _mm256_loadu_ps(p + j), tail));
+                F8 t = _mm256_set1_ps(hmax8(top)), total = _mm256_setzero_ps();
+                for (j = 0; j + 8 <= L; j += 8) {
+                    F8 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(p + j), t));
+                    _mm256_storeu_ps(p + j, e);
+                    total = _mm256_add_ps(total, e);
+                }
+                if (j < L) {
+                    F8 e = _mm256_and_ps(tail, exp8(_mm256_sub_ps(_mm256_loadu_ps(p + j), t)));
+                    _mm256_storeu_ps(p + j, e);
+                    total = _mm256_add_ps(total, e);
+                }
+                inv[r] = 1.0f / hsum8(total);
+            }
+            for (int half = 0; half < size; half += 16) {
+                F8 z = _mm256_setzero_ps();
+                F8 o00 = z, o01 = z, o10 = z, o11 = z, o20 = z, o21 = z, o30 = z, o31 = z;
+                F8 o40 = z, o41 = z, o50 = z, o51 = z;
+                const float *v = qkv + 2 * H + h * size + half;
+                for (int j = 0; j < L; j++, v += ld) {
+                    F8 v0 = _mm256_loadu_ps(v), v1 = _mm256_loadu_ps(v + 8), x;
+#define PV(r)                                                                                 \
+    x = _mm256_broadcast_ss(probs + (size_t)r * Lp + j);                                      \
+    o##r##0 = _mm256_fmadd_ps(x, v0, o##r##0);                                                \
+    o##r##1 = _mm256_fmadd_ps(x, v1, o##r##1)
+                    PV(0);
+                    PV(1);
+                    PV(2);
+                    PV(3);
+                    PV(4);
+                    PV(5);
+#undef PV
+                }
+                float *o = att + (size_t)i0 * H + h * size + half;
+#define OUT(r)                                                                                \
+    if (r < n) {                                                                              \
+        F8 s_ = _mm256_set1_ps(inv[r]);                                                       \
+        _mm256_storeu_ps(o + (size_t)r * H, _mm256_mul_ps(o##r##0, s_));                     \
+        _mm256_storeu_ps(o + (size_t)r * H + 8, _mm256_mul_ps(o##r##1, s_));                 \
+    }
+                OUT(0)
+                OUT(1)
+                OUT(2)
+                OUT(3)
+                OUT(4)
+                OUT(5)
+#undef OUT
+            }
+        }
+    }
+}
+
+/* The int16 copy the AVX2 GEMM reads: each column's codes in pairs down k, 8 columns a
+ * panel ([N / 8][K / 2][8][2]), so that vpmaddwd's lane c sums two k of column c: 2 bytes a
+ * weight (42 MB for e5-small beside the 21 MB of int8), built on the path's first use. */
+static int widen_mat(Mat *m)
+{
+    if (m->wide)
+        return 0;
+    int K = m->K, N = m->N, K2 = K / 2, K4 = K / 4;
+    int16_t *w = amalloc(sizeof(int16_t) * (size_t)K * N);
+    if (!w)
+        return -1;
+    for (int o = 0; o < N; o++)
+        for (int k = 0; k < K; k++)
+            w[((size_t)(o / 8) * K2 + k / 2) * 16 + (o % 8) * 2 + k % 2] =
+                m->packed[((size_t)(o / PANEL) * K4 + k / 4) * 64 + (o % PANEL) * 4 + k % 4];
+    m->wide = w;
+    return 0;
+}
+
+/* u8 codes to int16, rows of K (a multiple of 16) */
+AVX2_TARGET static void widen_rows(const uint8_t *A, int lda, int rows, int K, int16_t *a16)
+{
+    for (int r = 0; r < rows; r++)
+        for (int k = 0; k < K; k += 16)
+            _mm256_storeu_si256(
+                (__m256i *)(a16 + (size_t)r * K + k),
+                _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(A + (size_t)r * lda + k))));
+}
+
+/* AVX2: 4 rows x 24 columns a step, the 12 int32 sums in registers; the codes of a row as
+ * int16 in pairs (one broadcast), the weights' int16 pairs straight from the copy
+ * (vpmaddwd: u8 x s8 products summed in int32 without saturation, where vpmaddubsw's
+ * 16-bit pairs would at 255 x 127 x 2). Fewer rows repeat the last one (not stored). */
+#define MR2 4
+#define MADD(r, x)                                                                            \
+    c##r##0 = _mm256_add_epi32(c##r##0, _mm256_madd_epi16(x, _mm256_load_si256((const __m256i *)b))); \
+    c##r##1 = _mm256_add_epi32(c##r##1, _mm256_madd_epi16(x, _mm256_load_si256((const __m256i *)(b + pstride)))); \
+    c##r##2 = _mm256_add_epi32(c##r##2, _mm256_madd_epi16(x, _mm256_load_si256((const __m256i *)(b + 2 * pstride))))
+#define PAIR(r) _mm256_set1_epi32(load4((const uint8_t *)(a##r + 2 * k2)))
+#define STORE8(r)                                                                             \
+    if (r < rows) {                                                                           \
+        _mm256_storeu_si256((__m256i *)(out + (size_t)r * ldo), c##r##0);                    \
+        _mm256_storeu_si256((__m256i *)(out + (size_t)r * ldo + 8), c##r##1);                \
+        _mm256_storeu_si256((__m256i *)(out + (size_t)r * ldo + 16), c##r##2);               \
+    }
+/* The 4 x 24 sums (tile_avx2's, from a small buffer: the epilogue in the same function
+ * as the loop made GCC spill its sums every step) to float: zero-point correction, scale,
+ * bias, GELU on request, as EPI1 does 16 wide. */
+AVX2_TARGET static void epi_avx2(const int32_t *sums, int rows, const Epi *ep, int col0)
+{
+    const Mat *m = ep->m;
+    for (int r = 0; r < rows; r++) {
+        F8 st = _mm256_set1_ps(ep->step[r]);
+        F8 shift = _mm256_set1_ps((ep->zero[r] - 128.0f) * ep->step[r]);
+        for (int k = 0; k < 24; k += 8) {
+            int o = col0 + k;
+            __m256i i = _mm256_sub_epi32(
+                _mm256_loadu_si256((const __m256i *)(sums + 24 * r + k)),
+                _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(m->colsum + o)), 7));
+            F8 v = _mm256_mul_ps(_mm256_cvtepi32_ps(i),
+                                 _mm256_mul_ps(st, _mm256_loadu_ps(m->scale + o)));
+            v = _mm256_sub_ps(v, _mm256_mul_ps(shift, _mm256_loadu_ps(m->sums + o)));
+            v = _mm256_add_ps(v, _mm256_loadu_ps(m->bias + o));
+            if (ep->gelu)
+                v = gelu8(v);
+            _mm256_storeu_ps(ep->y + (size_t)r * ep->ldy + o, v);
+        }
+    }
+}
+
+/* the int32 sums of `rows` (<= 4) rows x 24 columns into out (ldo); not inlined, so that
+ * its 12 sums, the broadcast and the product have the 16 registers to themselves (inlined
+ * into the loops over tiles, GCC without -fwrapv kept one sum on the stack: 1.5x slower) */
+AVX2_TARGET __attribute__((noinline)) static void tile_avx2(const int16_t *A, int lda, int rows, const int16_t *b,
+                                  size_t pstride, int K2, int32_t *out, int ldo)
+{
+    const int16_t *a0 = A, *a1 = A + (size_t)(rows > 1 ? 1 : 0) * lda,
+                  *a2 = A + (size_t)(rows > 2 ? 2 : rows - 1) * lda,
+                  *a3 = A + (size_t)(rows > 3 ? 3 : rows - 1) * lda;
+    __m256i z = _mm256_setzero_si256();
+    __m256i c00 = z, c01 = z, c02 = z, c10 = z, c11 = z, c12 = z;
+    __m256i c20 = z, c21 = z, c22 = z, c30 = z, c31 = z, c32 = z;
+    for (int k2 = 0; k2 < K2; k2++, b += 16) {
+        __m256i x;
+        x = PAIR(0);
+        MADD(0, x);
+        x = PAIR(1);
+        MADD(1, x);
+        x = PAIR(2);
+        MADD(2, x);
+        x = PAIR(3);
+        MADD(3, x);
+    }
+    STORE8(0)
+    STORE8(1)
+    STORE8(2)
+    STORE8(3)
+}
+#undef MADD
+#undef PAIR
+#undef STORE8
+
+/* gemm_vnni's loops over tiles of 4 rows x 24 columns; A16: the rows' codes as int16
+ * (widen_rows), m->wide built */
+AVX2_TARGET static void gemm_avx2(const int16_t *A16, int rows, const Mat *m, const Epi *ep,
+                                  int32_t *out, int ldo)
+{
+    int K = m->K, K2 = K / 2;
+    size_t pstride = (size_t)K2 * 16;
+    for (int c0 = 0; c0 + 24 <= m->N; c0 += 24)
+        for (int r0 = 0; r0 < rows; r0 += MR2) {
+            int n = rows - r0 < MR2 ? rows - r0 : MR2;
+            const int16_t *b = m->wide + (size_t)(c0 / 8) * pstride;
+            if (!ep) {
+                tile_avx2(A16 + (size_t)r0 * K, K, n, b, pstride, K2,
+                          out + (size_t)r0 * ldo + c0, ldo);
+                continue;
+            }
+            int32_t sums[MR2 * 24];
+            tile_avx2(A16 + (size_t)r0 * K, K, n, b, pstride, K2, sums, 24);
             Epi tile = *ep;
             tile.step += r0;
             tile.zero += r0;
             tile.y += (size_t)r0 * ep->ldy;
-            tile_vnni_epi(A + (size_t)r0 * lda, lda, rows - r0 < MR ? rows - r0 : MR,
-                          m->packed + (size_t)p * pstride, pstride, K4, &tile, p * PANEL);
+            epi_avx2(sums, n, &tile, c0);
         }
 }
 #endif
+
+/* any number of rows: the int32 sums (the tests' and the bench's entry; a16: RB x K
+ * int16 of scratch for the AVX2 path) */
+static void gemm(int isa, const uint8_t *A, int lda, int rows, const Mat *m, int32_t *out,
+                 int ldo, int16_t *a16)
+{
+#ifdef HAVE_X86
+    if (isa == ISA_VNNI) {
+        gemm_vnni(A, lda, rows, m, NULL, out, ldo);
+        return;
+    }
+    if (isa == ISA_AVX2) {
+        /* blocks of RB rows, as linear_rows runs it (their int16 codes stay in L1) */
+        for (int r0 = 0; r0 < rows; r0 += RB) {
+            int n = rows - r0 < RB ? rows - r0 : RB;
+            widen_rows(A + (size_t)r0 * lda, lda, n, m->K, a16);
+            gemm_avx2(a16, n, m, NULL, out + (size_t)r0 * ldo, ldo);
+        }
+        return;
+    }
+#endif
+    (void)isa;
+    (void)a16;
+    gemm_portable(A, lda, rows, m, 0, m->N / PANEL, out, ldo);
+}
 
 /* ---------------------------------------------------------------------------------- */
 /* one batch                                                                           */
@@ -682,6 +939,7 @@ typedef struct {
     uint8_t *qa, *qf; /* quantised rows: [T][H] and [RB][F] */
     float *step, *zero, *fstep, *fzero;
     int32_t *acc; /* [RB][max(3H, F)] */
+    int16_t *a16; /* [RB][F]: the AVX2 GEMM's rows as int16 */
 } Work;
 
 /* The epilogue of `rows` rows: float = I * (step scale) - (zero - 128) step sums + bias. */
@@ -756,57 +1014,69 @@ static void attention(Work *w, int heads)
 
 typedef void (*quantise_fn)(const float *, int, uint8_t *, float *, float *);
 typedef void (*norm_fn)(float *, const float *, int, const float *, const float *, float);
-typedef void (*dequant_fn)(const int32_t *, int, int, const Mat *, const float *, const float *,
-                           float *, int, int);
-
-/* y[r] = the epilogue of A's rows times m: fused on the VNNI path, else the int32 sums
- * then dequant's pass. */
+/* y[r] = the epilogue of A's rows times m: fused in the tile on the SIMD paths, else the
+ * int32 sums then dequant_rows' pass. */
 static void linear_rows(int isa, const uint8_t *A, int lda, int rows, const Mat *m,
                         const float *step, const float *zero, float *y, int ldy, int gelu,
-                        int32_t *acc, dequant_fn dequant)
+                        Work *w)
 {
 #ifdef HAVE_X86
+    Epi ep = {m, step, zero, y, ldy, gelu};
     if (isa == ISA_VNNI) {
-        Epi ep = {m, step, zero, y, ldy, gelu};
-        gemm_vnni_epi(A, lda, rows, &ep);
+        gemm_vnni(A, lda, rows, m, &ep, NULL, 0);
+        return;
+    }
+    if (isa == ISA_AVX2) {
+        widen_rows(A, lda, rows, m->K, w->a16);
+        gemm_avx2(w->a16, rows, m, &ep, NULL, 0);
         return;
     }
 #endif
-    gemm(isa, A, lda, rows, m, acc, m->N);
-    dequant(acc, m->N, rows, m, step, zero, y, ldy, gelu);
+    gemm(isa, A, lda, rows, m, w->acc, m->N, NULL);
+    dequant_rows(w->acc, m->N, rows, m, step, zero, y, ldy, gelu);
 }
 
-static void forward(const Engine *e, Work *w, int isa)
+/* src: the word vectors [T][H]; dst: the pooled means [B][H] */
+static void forward(const Engine *e, Work *w, int isa, const float *src, float *dst)
 {
     int T = w->T, H = e->hidden, F = e->ffn;
     quantise_fn quantise = quantise_row;
     norm_fn add_norm = add_norm_row;
-    dequant_fn dequant = dequant_rows;
     int fast_attention = 0;
 #ifdef HAVE_X86
     if (isa == ISA_VNNI) {
         quantise = quantise_row16;
         add_norm = add_norm_row16;
-        dequant = dequant_rows16;
-        fast_attention = H / e->heads == 32;
+        fast_attention = H / e->heads == 32 ? ISA_VNNI : 0;
+    } else if (isa == ISA_AVX2) {
+        quantise = quantise_row8;
+        add_norm = add_norm_row8;
+        fast_attention = H / e->heads == 32 ? ISA_AVX2 : 0;
     }
 #endif
-    for (int t = 0; t < T; t++)
-        quantise(w->x + (size_t)t * H, H, w->qa + (size_t)t * H, &w->step[t], &w->zero[t]);
+    /* the positions added, the embeddings' LayerNorm (scalar on every path: the sums in
+     * their order, as before; ~0.1 CPU-ms a chunk), the first quantisation */
+    for (int t = 0; t < T; t++) {
+        float *xt = w->x + (size_t)t * H;
+        memcpy(xt, src + (size_t)t * H, sizeof(float) * H);
+        add_norm_row(xt, e->pos + (size_t)(t % w->L) * H, H, e->ln_w, e->ln_b, e->eps);
+        quantise(xt, H, w->qa + (size_t)t * H, &w->step[t], &w->zero[t]);
+    }
     for (int l = 0; l < e->layers; l++) {
         const Layer *ly = &e->layer[l];
         const Mat *qkv = &ly->m[0], *ao = &ly->m[1], *fi = &ly->m[2], *fo = &ly->m[3];
         for (int t0 = 0; t0 < T; t0 += RB) {
             int rows = T - t0 < RB ? T - t0 : RB;
             linear_rows(isa, w->qa + (size_t)t0 * H, H, rows, qkv, w->step + t0, w->zero + t0,
-                        w->qkv + (size_t)t0 * QKV_STRIDE(H), QKV_STRIDE(H), 0, w->acc,
-                        dequant);
+                        w->qkv + (size_t)t0 * QKV_STRIDE(H), QKV_STRIDE(H), 0,
+                        w);
         }
 #ifdef HAVE_X86
         if (fast_attention)
             for (int b = 0; b < w->B; b++)
-                attention16(w->qkv + (size_t)b * w->L * QKV_STRIDE(H), w->L, H, e->heads,
-                            w->att + (size_t)b * w->L * H, w->kt, w->probs);
+                (fast_attention == ISA_VNNI ? attention16 : attention8)(
+                    w->qkv + (size_t)b * w->L * QKV_STRIDE(H), w->L, H, e->heads,
+                    w->att + (size_t)b * w->L * H, w->kt, w->probs);
         else
 #endif
             attention(w, e->heads);
@@ -817,8 +1087,8 @@ static void forward(const Engine *e, Work *w, int isa)
             uint8_t *qa = w->qa + (size_t)t0 * H;
             float *x = w->x + (size_t)t0 * H;
             /* attention's output projection, residual, norm */
-            linear_rows(isa, qa, H, rows, ao, w->step + t0, w->zero + t0, w->ybuf, H, 0, w->acc,
-                        dequant);
+            linear_rows(isa, qa, H, rows, ao, w->step + t0, w->zero + t0, w->ybuf, H, 0,
+                        w);
             for (int r = 0; r < rows; r++) {
                 add_norm(x + (size_t)r * H, w->ybuf + (size_t)r * H, H, ly->aln_w, ly->aln_b,
                          e->eps);
@@ -826,13 +1096,13 @@ static void forward(const Engine *e, Work *w, int isa)
                          &w->zero[t0 + r]);
             }
             /* the FFN on these rows: in, GELU, quantised, out, residual, norm */
-            linear_rows(isa, qa, H, rows, fi, w->step + t0, w->zero + t0, w->ybuf, F, 1, w->acc,
-                        dequant);
+            linear_rows(isa, qa, H, rows, fi, w->step + t0, w->zero + t0, w->ybuf, F, 1,
+                        w);
             for (int r = 0; r < rows; r++)
                 quantise(w->ybuf + (size_t)r * F, F, w->qf + (size_t)r * F, &w->fstep[r],
                          &w->fzero[r]);
-            linear_rows(isa, w->qf, F, rows, fo, w->fstep, w->fzero, w->ybuf, H, 0, w->acc,
-                        dequant);
+            linear_rows(isa, w->qf, F, rows, fo, w->fstep, w->fzero, w->ybuf, H, 0,
+                        w);
             for (int r = 0; r < rows; r++) {
                 add_norm(x + (size_t)r * H, w->ybuf + (size_t)r * H, H, ly->oln_w, ly->oln_b,
                          e->eps);
@@ -840,6 +1110,20 @@ static void forward(const Engine *e, Work *w, int isa)
                          &w->zero[t0 + r]);
             }
         }
+    }
+    /* the mean of each text's last hidden states (down the tokens, a row at a time) */
+    int L = w->L;
+    for (int b = 0; b < w->B; b++) {
+        float *d = dst + (size_t)b * H;
+        for (int i = 0; i < H; i++)
+            d[i] = 0.0f;
+        for (int t = 0; t < L; t++) {
+            const float *xt = w->x + ((size_t)b * L + t) * H;
+            for (int i = 0; i < H; i++)
+                d[i] += xt[i];
+        }
+        for (int i = 0; i < H; i++)
+            d[i] /= L;
     }
 }
 
@@ -849,6 +1133,7 @@ static void forward(const Engine *e, Work *w, int isa)
 static void free_mat(Mat *m)
 {
     free(m->packed);
+    free(m->wide);
     free(m->colsum);
     free(m->scale);
     free(m->sums);
@@ -1008,6 +1293,7 @@ static void free_work(Work *w)
     free(w->fstep);
     free(w->fzero);
     free(w->acc);
+    free(w->a16);
 }
 
 static int alloc_work(Work *w, const Engine *e, int B, int L)
@@ -1034,11 +1320,29 @@ static int alloc_work(Work *w, const Engine *e, int B, int L)
     w->fstep = amalloc(sizeof(float) * RB);
     w->fzero = amalloc(sizeof(float) * RB);
     w->acc = amalloc(sizeof(int32_t) * RB * wide);
+    w->a16 = amalloc(sizeof(int16_t) * RB * (size_t)(F > H ? F : H));
     if (!(w->x && w->qkv && w->att && w->ybuf && w->kt && w->probs && w->qa && w->qf &&
-          w->step && w->zero && w->fstep && w->fzero && w->acc)) {
+          w->step && w->zero && w->fstep && w->fzero && w->acc && w->a16)) {
         free_work(w);
         return -1;
     }
+    return 0;
+}
+
+/* The AVX2 path's int16 copies of the weights, built once (under the GIL: the callers
+ * hold it), or -1 with MemoryError. */
+static int widen_engine(Engine *e)
+{
+#ifdef HAVE_X86
+    for (int l = 0; l < e->layers; l++)
+        for (int i = 0; i < 4; i++)
+            if (widen_mat(&e->layer[l].m[i]) < 0) {
+                PyErr_NoMemory();
+                return -1;
+            }
+#else
+    (void)e;
+#endif
     return 0;
 }
 
@@ -1062,6 +1366,8 @@ static PyObject *Engine_run(Engine *self, PyObject *args)
     }
     if (isa < 0 || isa > best_isa)
         isa = self->isa;
+    if (isa == ISA_AVX2 && widen_engine(self) < 0)
+        return NULL;
     Py_buffer emb, out;
     if (PyObject_GetBuffer(emb_obj, &emb, PyBUF_C_CONTIGUOUS) < 0)
         return NULL;
@@ -1080,31 +1386,7 @@ static PyObject *Engine_run(Engine *self, PyObject *args)
         goto done;
     }
     Py_BEGIN_ALLOW_THREADS
-    const float *src = emb.buf;
-    for (int t = 0; t < w.T; t++) {
-        float *xt = w.x + (size_t)t * H;
-        const float *pos = self->pos + (size_t)(t % L) * H;
-        float s = 0.0f;
-        for (int i = 0; i < H; i++) {
-            xt[i] = src[(size_t)t * H + i] + pos[i];
-            s += xt[i];
-        }
-        float mean = s / H, v = 0.0f;
-        for (int i = 0; i < H; i++)
-            v += (xt[i] - mean) * (xt[i] - mean);
-        float inv = 1.0f / sqrtf(v / H + self->eps);
-        for (int i = 0; i < H; i++)
-            xt[i] = (xt[i] - mean) * inv * self->ln_w[i] + self->ln_b[i];
-    }
-    forward(self, &w, isa);
-    float *dst = out.buf;
-    for (int b = 0; b < B; b++)
-        for (int i = 0; i < H; i++) {
-            float s = 0.0f;
-            for (int t = 0; t < L; t++)
-                s += w.x[((size_t)b * L + t) * H + i];
-            dst[(size_t)b * H + i] = s / L;
-        }
+    forward(self, &w, isa, emb.buf, out.buf);
     Py_END_ALLOW_THREADS
     free_work(&w);
     Py_INCREF(Py_None);
@@ -1130,6 +1412,8 @@ static PyObject *Engine_gemm(Engine *self, PyObject *args)
     }
     if (isa < 0 || isa > best_isa)
         isa = self->isa;
+    if (isa == ISA_AVX2 && widen_engine(self) < 0)
+        return NULL;
     const Mat *m = &self->layer[layer].m[matrix];
     Py_buffer q, out;
     if (PyObject_GetBuffer(q_obj, &q, PyBUF_C_CONTIGUOUS) < 0)
@@ -1139,15 +1423,19 @@ static PyObject *Engine_gemm(Engine *self, PyObject *args)
         return NULL;
     }
     PyObject *result = NULL;
+    int16_t *a16 = NULL;
     if (q.len != (Py_ssize_t)rows * m->K || out.len != (Py_ssize_t)rows * m->N * 4) {
         PyErr_SetString(PyExc_ValueError, "rows or out of the wrong size");
+    } else if (!(a16 = amalloc(sizeof(int16_t) * RB * (size_t)m->K))) {
+        PyErr_NoMemory();
     } else {
         Py_BEGIN_ALLOW_THREADS
-        gemm(isa, (const uint8_t *)q.buf, m->K, rows, m, (int32_t *)out.buf, m->N);
+        gemm(isa, (const uint8_t *)q.buf, m->K, rows, m, (int32_t *)out.buf, m->N, a16);
         Py_END_ALLOW_THREADS
         Py_INCREF(Py_None);
         result = Py_None;
     }
+    free(a16);
     PyBuffer_Release(&q);
     PyBuffer_Release(&out);
     return result;
@@ -1187,7 +1475,7 @@ PyMODINIT_FUNC PyInit_e5native(void)
 {
 #ifdef HAVE_X86
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2"))
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         best_isa = ISA_AVX2;
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
