@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vault_brain.embed import e5_engine
+from vault_brain.embed import e5, e5_engine
 from vault_brain.embed.e5_native import array_order
 from vault_brain.embed.e5_query import QueryEncoder, expected_arrays
 from vault_brain.embed.e5_weights import Header, dequantise, q4_block
@@ -106,7 +106,11 @@ def test_the_integer_sums_are_exact_on_every_path(rows, matrix, extreme, seed):
 @given(st.integers(1, 3), st.integers(1, 37), st.integers(0, 2**32 - 1))
 def test_the_forward_is_e5_querys_arithmetic(rows, length, seed):
     """The pooled means of the numpy encoder (e5_query, the int8 graph's steps), up to
-    float rounding (erf, exp and the norms' sums round otherwise), on every path."""
+    float rounding (erf, exp and the norms' sums round otherwise), on every path. Rounding
+    now and then puts one activation's code on the other side of a tie, which moves a
+    vector of this tiny random model by up to ~3e-4 of cosine (hypothesis found 0.99970:
+    rows=2, length=23, seed=8438689), so the bound is the real model's MIN_AGREEMENT;
+    the integer sums are checked exactly above."""
     arrays, words = tiny_model(seed)
     engine = engine_of(arrays)
     rng = np.random.default_rng(seed)
@@ -115,7 +119,7 @@ def test_the_forward_is_e5_querys_arithmetic(rows, length, seed):
     for isa in _paths():
         got = unit(pooled(engine, words, ids, isa))
         assert np.isfinite(got).all()
-        assert (got * want).sum(axis=1).min() > 0.9999
+        assert (got * want).sum(axis=1).min() > e5.MIN_AGREEMENT
 
 
 def test_a_rows_vector_does_not_depend_on_its_batch():
@@ -190,8 +194,6 @@ def real():
 def test_the_reference_passages_agree_on_every_path(real):
     """The check the embedder makes at load, on each path this CPU can run (the portable
     one stands for a CPU without AVX2, the AVX2 one for one without VNNI)."""
-    from vault_brain.embed import e5
-
     session = e5_engine.open_engine(real)
     words = real.q4("emb.word", real.header.vocab_rows, real.header.hidden)
 
