@@ -28,9 +28,9 @@ ENGINE_ENV = "VAULT_BRAIN_E5_ENGINE"
 ISA_ENV = "VAULT_BRAIN_E5_ISA"
 # e5native.ISA: the path its import chose (0 plain C, 1 AVX2 + FMA, 2 AVX-512 VNNI). The
 # SIMD ones are faster than onnxruntime's graph on their CPUs (a whole index: VNNI ~20
-# CPU-ms a chunk against ~27; AVX2 ~41, forced on a VNNI EPYC, against the graph's ~58 on
-# an AVX2-only one, issue 23); plain C (~1 s a chunk) is kept for the tests, which check
-# the arithmetic on every path, and runs nowhere by default.
+# CPU-ms a chunk against ~27; AVX2 ~41 against the graph's ~50 on the same EPYC with its
+# AVX-512 hidden by bench/avx2_only.py, issue 23); plain C (~1 s a chunk) is kept for the
+# tests, which check the arithmetic on every path, and runs nowhere by default.
 ISA_PORTABLE, ISA_AVX2, ISA_VNNI = 0, 1, 2
 ISA_NAMES = {"portable": ISA_PORTABLE, "avx2": ISA_AVX2, "vnni": ISA_VNNI}
 
