@@ -129,6 +129,18 @@ static void gemm_portable(const uint8_t *A, int lda, int rows, const Mat *m, int
 /* ---------------------------------------------------------------------------------- */
 /* per-row float steps (portable C; the compiler vectorises what it can)                */
 
+/* The step and zero point of a row's codes over [lo, hi] (a range that holds 0). */
+static void quant_range(float lo, float hi, float *step_out, float *zero_out)
+{
+    float span = hi - lo;
+    if (!(span > 1e-12f))
+        span = 1e-12f;
+    float step = span * (float)(1.0 / 255.0);
+    float zero = rintf(-lo / step);
+    *step_out = step;
+    *zero_out = zero < 0.0f ? 0.0f : zero > 255.0f ? 255.0f : zero;
+}
+
 /* A row's step and zero point over its [min, max] (the range holds 0), and its codes. */
 static void quantise_row(const float *x, int n, uint8_t *q, float *step_out, float *zero_out)
 {
@@ -141,12 +153,8 @@ static void quantise_row(const float *x, int n, uint8_t *q, float *step_out, flo
         hi = 0.0f;
     if (!(lo < 0.0f))
         lo = 0.0f;
-    float span = hi - lo;
-    if (!(span > 1e-12f))
-        span = 1e-12f;
-    float step = span * (float)(1.0 / 255.0);
-    float zero = rintf(-lo / step);
-    zero = zero < 0.0f ? 0.0f : zero > 255.0f ? 255.0f : zero;
+    float step, zero;
+    quant_range(lo, hi, &step, &zero);
     float inv = 1.0f / step;
     for (int i = 0; i < n; i++) {
         float v = rintf(x[i] * inv) + zero;
@@ -188,6 +196,22 @@ static float gelu1(float x)
     float erf = 1.0f - poly * expf(-z * z);
     erf = x < 0.0f ? -erf : erf;
     return 0.5f * x * (1.0f + erf);
+}
+
+/* Every head's keys transposed, [H][KT_STRIDE(L)], zero past L up to L rounded to 32, in
+ * one pass down the rows (a pass a head read each row's 128 bytes of it, 4.6 kB apart: a
+ * fifth of attention's time in cache misses). Both SIMD attentions read them so. */
+static void transpose_keys(const float *qkv, int L, int H, float *kt)
+{
+    int Lp = (L + 31) & ~31, ldk = KT_STRIDE(L), ld = QKV_STRIDE(H);
+    for (int c = 0; c < H; c++)
+        for (int j = L; j < Lp; j++)
+            kt[(size_t)c * ldk + j] = 0.0f;
+    for (int j = 0; j < L; j++) {
+        const float *k = qkv + (size_t)j * ld + H;
+        for (int c = 0; c < H; c++)
+            kt[(size_t)c * ldk + j] = k[c];
+    }
 }
 
 #ifdef HAVE_X86
@@ -244,13 +268,8 @@ VNNI_TARGET static void quantise_row16(const float *x, int n, uint8_t *q, float 
         hi = _mm512_max_ps(hi, v);
         lo = _mm512_min_ps(lo, v);
     }
-    float h = _mm512_reduce_max_ps(hi), l = _mm512_reduce_min_ps(lo);
-    float span = h - l;
-    if (!(span > 1e-12f))
-        span = 1e-12f;
-    float step = span * (float)(1.0 / 255.0);
-    float zero = rintf(-l / step);
-    zero = zero < 0.0f ? 0.0f : zero > 255.0f ? 255.0f : zero;
+    float step, zero;
+    quant_range(_mm512_reduce_min_ps(lo), _mm512_reduce_max_ps(hi), &step, &zero);
     F16 inv = _mm512_set1_ps(1.0f / step), zv = _mm512_set1_ps(zero);
     F16 top = _mm512_set1_ps(255.0f), bottom = _mm512_setzero_ps();
     for (int i = 0; i < n; i += 16) {
@@ -295,16 +314,7 @@ VNNI_TARGET static void attention16(const float *qkv, int L, int H, int heads, f
     enum { size = 32, Q = 8 };
     int Lp = (L + 31) & ~31, ldk = KT_STRIDE(L), ld = QKV_STRIDE(H);
     F16 sc = _mm512_set1_ps(1.0f / sqrtf((float)size));
-    /* every head's keys transposed in one pass down the rows (a pass a head read each
-     * row's 128 bytes of it, 4.6 kB apart: a fifth of attention's time in cache misses) */
-    for (int c = 0; c < H; c++)
-        for (int j = L; j < Lp; j++)
-            kt[(size_t)c * ldk + j] = 0.0f;
-    for (int j = 0; j < L; j++) {
-        const float *k = qkv + (size_t)j * ld + H;
-        for (int c = 0; c < H; c++)
-            kt[(size_t)c * ldk + j] = k[c];
-    }
+    transpose_keys(qkv, L, H, kt);
     const float *kt_all = kt;
     for (int h = 0; h < heads; h++) {
         kt = (float *)kt_all + (size_t)h * size * ldk;
@@ -608,13 +618,8 @@ AVX2_TARGET static void quantise_row8(const float *x, int n, uint8_t *q, float *
         hi = _mm256_max_ps(hi, v);
         lo = _mm256_min_ps(lo, v);
     }
-    float h = hmax8(hi), l = hmin8(lo);
-    float span = h - l;
-    if (!(span > 1e-12f))
-        span = 1e-12f;
-    float step = span * (float)(1.0 / 255.0);
-    float zero = rintf(-l / step);
-    zero = zero < 0.0f ? 0.0f : zero > 255.0f ? 255.0f : zero;
+    float step, zero;
+    quant_range(hmin8(lo), hmax8(hi), &step, &zero);
     F8 inv = _mm256_set1_ps(1.0f / step), zv = _mm256_set1_ps(zero);
     F8 top = _mm256_set1_ps(255.0f), bottom = _mm256_setzero_ps();
     for (int i = 0; i < n; i += 16) {
@@ -665,14 +670,7 @@ AVX2_TARGET static void attention8(const float *qkv, int L, int H, int heads, fl
     enum { size = 32, Q = 6 };
     int Lp = (L + 31) & ~31, ldk = KT_STRIDE(L), ld = QKV_STRIDE(H);
     F8 sc = _mm256_set1_ps(1.0f / sqrtf((float)size));
-    for (int c = 0; c < H; c++)
-        for (int j = L; j < Lp; j++)
-            kt[(size_t)c * ldk + j] = 0.0f;
-    for (int j = 0; j < L; j++) {
-        const float *k = qkv + (size_t)j * ld + H;
-        for (int c = 0; c < H; c++)
-            kt[(size_t)c * ldk + j] = k[c];
-    }
+    transpose_keys(qkv, L, H, kt);
     const float *kt_all = kt;
     __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (int h = 0; h < heads; h++) {
